@@ -1,0 +1,41 @@
+# One image for every Renderbus service; SERVICE picks which one runs:
+#   docker build -t renderbus .
+#   docker run -e SERVICE=gateway renderbus        (gateway | auth | jobs | worker | webhook-dispatcher)
+# Services run from TypeScript source with tsx, exactly as `npm start` runs them, so there is no build step to drift.
+
+FROM node:20-bookworm-slim AS manifests
+WORKDIR /src
+COPY . .
+# Only the package manifests, in their folders, so the dependency layer below is rebuilt when a manifest changes and
+# not on every source edit.
+RUN mkdir /manifests \
+ && find . -path ./node_modules -prune -o -name package.json -not -path "*/node_modules/*" -print \
+    | xargs -I{} cp --parents {} /manifests \
+ && cp package-lock.json .npmrc /manifests/
+
+FROM node:20-bookworm-slim
+# ffmpeg/ffprobe run the media jobs in the worker; tini forwards signals so SIGTERM reaches node and it drains.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg tini ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=manifests /manifests/ ./
+# Dev dependencies are needed at run time: tsx runs the TypeScript sources.
+RUN npm ci --no-audit --no-fund && npm cache clean --force
+COPY tsconfig.base.json tsconfig.json ./
+COPY proto ./proto
+COPY libs ./libs
+COPY services ./services
+COPY scripts ./scripts
+COPY deploy/probes ./deploy/probes
+
+ENV SERVICE=gateway \
+    OUTPUT_DIR=/data/outputs
+RUN mkdir -p /data/outputs && chown -R node:node /data
+USER node
+# Gateway HTTP, then the gRPC ports of auth, jobs and webhook-dispatcher, and auth's HTTP port.
+EXPOSE 3000 50051 50052 50053 50061
+ENTRYPOINT ["/usr/bin/tini", "--"]
+# `node --import tsx` (not the tsx CLI, which runs the script in a child process) so the service is the process
+# tini signals.
+CMD ["sh", "-c", "exec node --import tsx services/${SERVICE}/src/main.ts"]

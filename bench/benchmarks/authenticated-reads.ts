@@ -1,0 +1,68 @@
+import type { BenchContext } from "../context.js";
+import { runLoad } from "../load/run-load.js";
+import type { LoadResult } from "../load/load-spec.js";
+import { atLeast, below, percent, type BenchmarkResult } from "../result.js";
+import { round1 } from "../stats.js";
+
+/**
+ * Benchmark 1 (issue 4): authenticated reads with an API key against the same gateway's `/healthz`, at the same
+ * connection count. The gap is the price of key lookup, rate limiting and the gRPC hop.
+ */
+export async function benchAuthenticatedReads(ctx: BenchContext): Promise<BenchmarkResult> {
+  const { connections, httpSeconds } = ctx.sizes;
+  const job = await fetch(`${ctx.gatewayUrl}/jobs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ctx.orgs.main.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ type: "extract.metadata", inputs: { source: ctx.inputs.clipUrl } }),
+  }).then(async (response) => {
+    if (response.status !== 201) throw new Error(`POST /jobs answered ${response.status}: ${await response.text()}`);
+    return ((await response.json()) as { data: { id: string } }).data;
+  });
+  const auth = { authorization: `Bearer ${ctx.orgs.main.key}` };
+  const load = (path: string, headers?: Record<string, string>) =>
+    runLoad({ kind: "http", url: `${ctx.gatewayUrl}${path}`, method: "GET", connections, durationSeconds: httpSeconds, ...(headers ? { headers } : {}) });
+
+  // JIT and connection pools warm before any measured run, so the baseline (measured first) is not penalized.
+  for (const [path, headers] of [["/healthz", {}], ["/me", auth], [`/jobs/${job.id}`, auth]] as const) await warmUp(`${ctx.gatewayUrl}${path}`, headers);
+
+  ctx.log(`  GET /healthz, ${connections} connections, ${httpSeconds} s`);
+  const healthz = await load("/healthz");
+  ctx.log(`  GET /me`);
+  const me = await load("/me", auth);
+  ctx.log(`  GET /jobs/{id}`);
+  const getJob = await load(`/jobs/${job.id}`, auth);
+
+  const row = (name: string, result: LoadResult) => [
+    name,
+    Math.round(result.perSecond),
+    percent(result.perSecond, healthz.perSecond),
+    result.p50Ms,
+    result.p99Ms,
+    result.errors,
+  ];
+  return {
+    id: "authenticated-reads",
+    title: "1. Authenticated reads (API key) vs gateway /healthz",
+    baseline: `gateway GET /healthz, ${connections} connections, ${httpSeconds} s each, autocannon in its own process`,
+    columns: ["request", "req/s", "% of /healthz", "p50 ms", "p99 ms", "errors/non-2xx"],
+    rows: [row("GET /healthz (baseline)", healthz), row("GET /me", me), row("GET /jobs/{id}", getJob)],
+    targets: [
+      atLeast("GET /me req/s vs /healthz", percent(me.perSecond, healthz.perSecond), 50, "%"),
+      below("GET /me p99", round1(me.p99Ms), 20, " ms"),
+      atLeast("GET /jobs/{id} req/s vs /healthz", percent(getJob.perSecond, healthz.perSecond), 50, "%"),
+      below("GET /jobs/{id} p99", round1(getJob.p99Ms), 20, " ms"),
+    ],
+    notes: [],
+    data: { connections, durationSeconds: httpSeconds, healthz, me, getJob },
+  };
+}
+
+/** About one second of requests, 10 at a time, from this process. */
+async function warmUp(url: string, headers: Record<string, string>): Promise<void> {
+  const until = Date.now() + 1000;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (Date.now() < until) await fetch(url, { headers }).then((response) => response.arrayBuffer());
+    }),
+  );
+}

@@ -1,0 +1,52 @@
+import type { Bus } from "@renderbus/bus";
+import type { BenchEnvironment } from "./environment.js";
+import type { InputServer } from "./file-server.js";
+import type { BenchOrg } from "./orgs.js";
+import type { WebhookReceiver } from "./receiver.js";
+
+/** Sizes of one run: `--quick` shrinks every benchmark so the whole suite fits in about three minutes. */
+export interface BenchSizes {
+  quick: boolean;
+  /** Seconds of each fixed-duration HTTP load (autocannon). */
+  httpSeconds: number;
+  /** Connections for the gateway and POST /jobs loads. */
+  connections: number;
+  /** Jobs submitted one at a time for the queued -> running latency. */
+  latencyJobs: number;
+  /** Synthetic events for the deliveries/s measurement. */
+  throughputEvents: number;
+  /** Seconds of synthetic events at `eventsPerSecond` for the event -> attempt latency. */
+  latencySeconds: number;
+  eventsPerSecond: number;
+  batchJobs: number;
+}
+
+export function benchSizes(quick: boolean): BenchSizes {
+  return quick
+    ? { quick, httpSeconds: 2, connections: 50, latencyJobs: 10, throughputEvents: 1000, latencySeconds: 2, eventsPerSecond: 500, batchJobs: 50 }
+    : { quick, httpSeconds: 10, connections: 50, latencyJobs: 60, throughputEvents: 5000, latencySeconds: 10, eventsPerSecond: 500, batchJobs: 1000 };
+}
+
+/** Everything a benchmark needs: the running system, the orgs made for it, local input and webhook servers. */
+export interface BenchContext {
+  sizes: BenchSizes;
+  env: BenchEnvironment;
+  gatewayUrl: string;
+  /** Connected to the run's NATS namespace. */
+  bus: Bus;
+  receiver: WebhookReceiver;
+  inputs: InputServer;
+  orgs: {
+    /** plan scale, no webhook: reads and queued -> running. */
+    main: BenchOrg;
+    /** plan starter, webhook to the receiver: synthetic events for the dispatcher, spread over orgs. */
+    webhook: BenchOrg[];
+    /** plan scale, webhook to the receiver: the end-to-end batch. */
+    batch: BenchOrg;
+    /** plan pro (concurrency 1 in the bench plans): POST /jobs acceptance, whose jobs wait. */
+    accept: BenchOrg;
+  };
+  log(line: string): void;
+  /** With `--profile`: extra replicas started by benchmarks run under `node --cpu-prof` writing here. */
+  profileDir?: string;
+}

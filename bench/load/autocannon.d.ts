@@ -1,0 +1,30 @@
+// autocannon ships no types; only the programmatic call the benchmarks make is described.
+declare module "autocannon" {
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+    max: number;
+  }
+  interface AutocannonResult {
+    requests: Histogram & { total: number };
+    latency: Histogram;
+    duration: number;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    "2xx": number;
+    statusCodeStats: Record<string, { count: number }>;
+  }
+  interface AutocannonOptions {
+    url: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    connections?: number;
+    duration?: number;
+    pipelining?: number;
+  }
+  function autocannon(options: AutocannonOptions): Promise<AutocannonResult>;
+  export default autocannon;
+}

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench [-- --quick] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>]`: starts the whole system on fresh infrastructure, runs every
+ * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
+ */
+import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { Bus } from "@renderbus/bus";
+import { benchAuthenticatedReads } from "./benchmarks/authenticated-reads.js";
+import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
+import { benchJobAcceptance } from "./benchmarks/job-acceptance.js";
+import { memoryResult } from "./benchmarks/memory.js";
+import { benchQueuedToRunning } from "./benchmarks/queued-to-running.js";
+import { benchWebhooks } from "./benchmarks/webhooks.js";
+import { benchSizes, type BenchContext } from "./context.js";
+import { postgresVersion, startBenchEnvironment } from "./environment.js";
+import { startInputServer } from "./file-server.js";
+import { machineInfo } from "./machine.js";
+import { MemorySampler } from "./memory.js";
+import { createBenchOrg } from "./orgs.js";
+import { startWebhookReceiver } from "./receiver.js";
+import { startReplica } from "./replicas.js";
+import { renderMarkdown, type BenchReport } from "./report.js";
+import type { BenchmarkResult } from "./result.js";
+
+const repoRoot = resolve(import.meta.dirname, "..");
+const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" } } });
+const sizes = benchSizes(args.quick ?? false);
+const outDir = resolve(args.out ?? join(repoRoot, "docs"));
+const startedAt = Date.now();
+const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+
+// Every run is bounded: a stuck benchmark must not hold the machine.
+const hardLimitMs = (sizes.quick ? 6 : 25) * 60_000;
+setTimeout(() => {
+  log(`run exceeded ${hardLimitMs / 60_000} min; giving up`);
+  process.exit(2);
+}, hardLimitMs).unref();
+
+async function main(): Promise<number> {
+  log(`starting the system (${sizes.quick ? "quick" : "full"} run)`);
+  // --log-level warn: the services' LOG_LEVEL (default info, as deployed), to measure what per-request logging costs.
+  const env = await startBenchEnvironment((line) => log(`  infra: ${line}`), args["log-level"] ? { LOG_LEVEL: args["log-level"] } : {});
+  const { system } = env;
+  const bus = await Bus.connect({ url: env.infra.natsUrl, name: "bench", namespace: env.namespace });
+  const receiver = await startWebhookReceiver();
+  const inputs = await startInputServer();
+  const benchmarks: BenchmarkResult[] = [];
+  const failures: BenchReport["failures"] = [];
+  try {
+    log("creating orgs with the operator CLI");
+    const cliEnv = system.env;
+    const [main, batch, accept, ...webhook] = await Promise.all([
+      createBenchOrg(cliEnv, { name: "bench main", plan: "scale" }),
+      createBenchOrg(cliEnv, { name: "bench batch", plan: "scale", webhookUrl: receiver.url }),
+      createBenchOrg(cliEnv, { name: "bench accept", plan: "pro" }),
+      ...Array.from({ length: 8 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
+    ]);
+    const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}) };
+
+    const sampler = new MemorySampler(env.namespace);
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle = sampler.snapshot();
+    log(`idle RSS: ${JSON.stringify(idle)}`);
+    sampler.start();
+
+    const run = async (id: string, benchmark: () => Promise<BenchmarkResult | BenchmarkResult[]>) => {
+      log(`benchmark ${id}`);
+      try {
+        const result = await benchmark();
+        benchmarks.push(...(Array.isArray(result) ? result : [result]));
+      } catch (error) {
+        log(`benchmark ${id} failed: ${(error as Error).stack ?? String(error)}`);
+        failures.push({ id, error: (error as Error).message ?? String(error) });
+      }
+    };
+    // Order matters: the idle-system latency runs before anything has queued work, and POST /jobs acceptance runs
+    // last because the jobs it accepts stay waiting for the rest of the run.
+    await run("authenticated-reads", () => (args.profile ? profiled(ctx, resolve(args.profile), benchAuthenticatedReads) : benchAuthenticatedReads(ctx)));
+    await run("queued-to-running", () => benchQueuedToRunning(ctx));
+    await run("webhooks", () => benchWebhooks(ctx));
+    await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
+    await run("job-acceptance", () => benchJobAcceptance(ctx));
+    benchmarks.push(memoryResult(idle, sampler.stop()));
+    benchmarks.sort((a, b) => Number(a.title.split(".")[0]) - Number(b.title.split(".")[0]));
+
+    const nats = bus.nc.info?.version ?? "unknown";
+    const report: BenchReport = {
+      generatedAt: new Date().toISOString(),
+      serviceLogLevel: args["log-level"] ?? "info",
+      quick: sizes.quick,
+      durationSeconds: (Date.now() - startedAt) / 1000,
+      machine: machineInfo({ postgres: await postgresVersion(env.databaseUrl), nats }),
+      benchmarks,
+      failures,
+    };
+    const findings = await readFile(join(repoRoot, "bench", "findings.md"), "utf8").catch(() => "");
+    await mkdir(outDir, { recursive: true });
+    await writeFile(join(outDir, "benchmarks.json"), `${JSON.stringify(report, null, 2)}\n`);
+    await writeFile(join(outDir, "BENCHMARKS.md"), renderMarkdown(report, findings));
+    log(`wrote ${join(outDir, "BENCHMARKS.md")} and benchmarks.json`);
+    for (const b of benchmarks) for (const t of b.targets) log(`  ${t.met === null ? "?" : t.met ? "met" : "MISSED"}  ${t.name}: ${t.actual} (goal ${t.target})`);
+  } finally {
+    await bus.close().catch(() => undefined);
+    await receiver.close();
+    await inputs.close();
+    await env.stop().catch((error: unknown) => log(`stopping the system: ${String(error)}`));
+  }
+  return failures.length === 0 ? 0 : 1;
+}
+
+/**
+ * --profile <dir>: runs the benchmark against an extra jobs replica and an extra gateway replica (pointed at that
+ * jobs replica), both started with `node --cpu-prof`; they write their profiles into `dir` when stopped (summarize
+ * with `tsx bench/profile-summary.ts <file>`).
+ */
+async function profiled(ctx: BenchContext, dir: string, benchmark: (ctx: BenchContext) => Promise<BenchmarkResult>): Promise<BenchmarkResult> {
+  const nodeArgs = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
+  const jobs = await startReplica("jobs", ctx.env.system.env, { nodeArgs });
+  const gateway = await startReplica("gateway", ctx.env.system.env, { nodeArgs, extraEnv: { JOBS_GRPC_ADDRESS: `127.0.0.1:${jobs.env.JOBS_GRPC_PORT}` } }).catch(async (error: unknown) => {
+    await jobs.stop();
+    throw error;
+  });
+  try {
+    const result = await benchmark({ ...ctx, gatewayUrl: `http://127.0.0.1:${gateway.env.GATEWAY_PORT}` });
+    return { ...result, notes: [...result.notes, "Measured against a gateway and a jobs replica running under --cpu-prof (profiling run)."] };
+  } finally {
+    await gateway.stop();
+    await jobs.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(`bench failed: ${(error as Error).stack ?? String(error)}`);
+    process.exit(1);
+  },
+);

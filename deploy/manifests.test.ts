@@ -1,0 +1,259 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { parse, parseAllDocuments } from "yaml";
+import { describe, expect, it } from "vitest";
+import type { z } from "zod";
+import { authConfigSchema } from "../services/auth/src/config.js";
+import { gatewayConfigSchema } from "../services/gateway/src/config.js";
+import { jobsConfigSchema } from "../services/jobs/src/config.js";
+import { configSchema as dispatcherConfigSchema } from "../services/webhook-dispatcher/src/config.js";
+import { workerConfigSchema } from "../services/worker/src/config.js";
+
+const deployDir = import.meta.dirname;
+const repoRoot = resolve(deployDir, "..");
+const SERVICES = ["gateway", "auth", "jobs", "worker", "webhook-dispatcher"] as const;
+type ServiceName = (typeof SERVICES)[number];
+
+const SCHEMAS: Record<ServiceName, z.ZodType> = {
+  gateway: gatewayConfigSchema,
+  auth: authConfigSchema,
+  jobs: jobsConfigSchema,
+  worker: workerConfigSchema,
+  "webhook-dispatcher": dispatcherConfigSchema,
+};
+
+/** The variable each listening service binds with; inside a container it must be every interface. */
+const BIND_HOST: Partial<Record<ServiceName, string>> = {
+  gateway: "GATEWAY_HOST",
+  auth: "AUTH_BIND_HOST",
+  jobs: "JOBS_GRPC_HOST",
+  "webhook-dispatcher": "WEBHOOKS_GRPC_HOST",
+};
+
+const GRPC_PORT: Partial<Record<ServiceName, string>> = {
+  auth: "AUTH_GRPC_PORT",
+  jobs: "JOBS_GRPC_PORT",
+  "webhook-dispatcher": "WEBHOOKS_GRPC_PORT",
+};
+
+// Loose shapes: the test asserts on them, so every access is checked at run time.
+type Doc = Record<string, any>;
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return yamlFiles(path);
+    return /\.ya?ml$/.test(entry.name) ? [path] : [];
+  });
+}
+
+const files = [...yamlFiles(deployDir), join(repoRoot, "docker-compose.yml")];
+const k8sFiles = files.filter((file) => file.includes(`${deployDir}/k8s/`) || file.includes(`${deployDir}/nats/`));
+const k8sDocs: Doc[] = k8sFiles
+  .filter((file) => !file.endsWith("kustomization.yaml"))
+  .flatMap((file) => parseAllDocuments(readFileSync(file, "utf8")).map((doc) => doc.toJS() as Doc))
+  .filter(Boolean);
+const ofKind = (kind: string) => k8sDocs.filter((doc) => doc.kind === kind);
+const named = (kind: string, name: string) => ofKind(kind).find((doc) => doc.metadata?.name === name);
+
+const deployments = ofKind("Deployment");
+const serviceDeployment = (service: ServiceName) => named("Deployment", service)!;
+const containerOf = (workload: Doc) => workload.spec.template.spec.containers[0] as Doc;
+
+describe("deploy manifests", () => {
+  it.each(files.map((file) => [relative(repoRoot, file), file]))("%s parses as YAML", (_name, file) => {
+    const documents = parseAllDocuments(readFileSync(file, "utf8"), { merge: true });
+    for (const document of documents) expect(document.errors).toEqual([]);
+    expect(documents.length).toBeGreaterThan(0);
+  });
+
+  it("gives every Kubernetes object an apiVersion, a kind, a name and the renderbus namespace", () => {
+    expect(k8sDocs.length).toBeGreaterThan(10);
+    for (const doc of k8sDocs) {
+      expect(doc.apiVersion, JSON.stringify(doc.metadata)).toBeTruthy();
+      expect(doc.kind).toBeTruthy();
+      expect(doc.metadata?.name).toBeTruthy();
+      if (doc.kind !== "Namespace") expect(doc.metadata.namespace, `${doc.kind}/${doc.metadata.name}`).toBe("renderbus");
+    }
+  });
+
+  it("lists only existing files in the kustomizations", () => {
+    for (const file of k8sFiles.filter((each) => each.endsWith("kustomization.yaml"))) {
+      const { resources } = parse(readFileSync(file, "utf8")) as { resources: string[] };
+      for (const resource of resources) expect(existsSync(join(dirname(file), resource)), resource).toBe(true);
+    }
+  });
+
+  it("has a Deployment for every service", () => {
+    expect(SERVICES.filter((service) => !named("Deployment", service))).toEqual([]);
+  });
+
+  it.each(deployments.map((doc) => [doc.metadata.name, doc]))("Deployment %s has an image, resources and probes", (_name, deployment) => {
+    const { spec } = deployment as Doc;
+    expect(Object.keys(spec.selector.matchLabels).length).toBeGreaterThan(0);
+    for (const [key, value] of Object.entries(spec.selector.matchLabels)) expect(spec.template.metadata.labels[key]).toBe(value);
+    for (const container of spec.template.spec.containers as Doc[]) {
+      expect(container.image).toMatch(/^[\w./-]+:[\w.-]+$/);
+      for (const bound of ["requests", "limits"]) {
+        expect(container.resources?.[bound]?.cpu, `${container.name} ${bound}.cpu`).toBeDefined();
+        expect(container.resources?.[bound]?.memory, `${container.name} ${bound}.memory`).toBeDefined();
+      }
+      expect(container.readinessProbe, `${container.name} readinessProbe`).toBeDefined();
+      expect(container.livenessProbe, `${container.name} livenessProbe`).toBeDefined();
+    }
+  });
+
+  it.each(SERVICES)("the %s Deployment runs its service with the shared config, a grace period and a preStop sleep", (service) => {
+    const deployment = serviceDeployment(service);
+    const container = containerOf(deployment);
+    const env = Object.fromEntries((container.env as Doc[]).map((entry) => [entry.name, entry.value]));
+    expect(env.SERVICE).toBe(service);
+    expect(container.image).toMatch(/^renderbus:/);
+    expect(container.envFrom).toEqual([{ configMapRef: { name: "renderbus-config" } }, { secretRef: { name: "renderbus-secrets" } }]);
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(0);
+    const preStop = container.lifecycle?.preStop?.exec?.command as string[];
+    expect(preStop[0]).toBe("sleep");
+    expect(Number(preStop[1])).toBeLessThan(deployment.spec.template.spec.terminationGracePeriodSeconds);
+    const bindHost = BIND_HOST[service];
+    if (bindHost) expect(env[bindHost]).toBe("0.0.0.0");
+  });
+
+  it("probes the gateway over HTTP (/readyz, /healthz) and the gRPC services with gRPC health on their ports", () => {
+    const gateway = containerOf(serviceDeployment("gateway"));
+    expect(gateway.readinessProbe.httpGet.path).toBe("/readyz");
+    expect(gateway.livenessProbe.httpGet.path).toBe("/healthz");
+    for (const [service, portVariable] of Object.entries(GRPC_PORT) as [ServiceName, string][]) {
+      const container = containerOf(serviceDeployment(service));
+      const port = Number((container.env as Doc[]).find((entry) => entry.name === portVariable)?.value);
+      expect(port, service).toBeGreaterThan(0);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) expect(container[probe].grpc.port, `${service} ${probe}`).toBe(port);
+      expect((container.ports as Doc[]).map((each) => each.containerPort)).toContain(port);
+    }
+    const worker = containerOf(serviceDeployment("worker"));
+    expect(worker.readinessProbe.exec.command).toEqual(["node", "deploy/probes/nats-reachable.mjs"]);
+    expect(existsSync(join(repoRoot, "deploy/probes/nats-reachable.mjs"))).toBe(true);
+  });
+
+  it("autoscales the worker and the webhook dispatcher", () => {
+    const hpas = ofKind("HorizontalPodAutoscaler");
+    expect(hpas.map((hpa) => hpa.spec.scaleTargetRef.name).sort()).toEqual(["webhook-dispatcher", "worker"]);
+    for (const hpa of hpas) {
+      expect(hpa.apiVersion).toBe("autoscaling/v2");
+      expect(named("Deployment", hpa.spec.scaleTargetRef.name)).toBeDefined();
+      expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      expect(hpa.spec.maxReplicas).toBeGreaterThan(hpa.spec.minReplicas);
+    }
+  });
+
+  it("routes every Service to pods that exist, on named ports they declare", () => {
+    const workloads = [...deployments, ...ofKind("StatefulSet")];
+    for (const service of ofKind("Service")) {
+      const target = workloads.find((workload) =>
+        Object.entries(service.spec.selector).every(([key, value]) => workload.spec.template.metadata.labels[key] === value),
+      );
+      expect(target, `Service ${service.metadata.name}`).toBeDefined();
+      const portNames = (containerOf(target!).ports as Doc[]).map((port) => port.name);
+      for (const port of service.spec.ports as Doc[]) {
+        if (typeof port.targetPort === "string") expect(portNames, `Service ${service.metadata.name}`).toContain(port.targetPort);
+      }
+    }
+  });
+
+  it("keeps secrets in a Secret and tells services to create streams with 3 replicas", () => {
+    const secret = named("Secret", "renderbus-secrets")!;
+    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "SECRETS_ENCRYPTION_KEY"]);
+    const config = named("ConfigMap", "renderbus-config")!;
+    expect(config.data.NATS_STREAM_REPLICAS).toBe("3");
+    expect(config.data.NATS_REPLICAS).toBe("3");
+    for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
+  });
+
+  it("runs NATS as a 3-node JetStream cluster whose routes name every node", () => {
+    const nats = named("StatefulSet", "nats")!;
+    expect(nats.spec.replicas).toBe(3);
+    expect(nats.spec.serviceName).toBe("nats-headless");
+    const conf = named("ConfigMap", "nats-config")!.data["nats.conf"] as string;
+    expect(conf).toMatch(/jetstream \{/);
+    for (const node of [0, 1, 2]) expect(conf).toContain(`nats://nats-${node}.nats-headless.renderbus.svc.cluster.local:6222`);
+    expect(named("PodDisruptionBudget", "nats")!.spec.minAvailable).toBe(2);
+  });
+
+  it("gives the collector's ConfigMap the same document as deploy/otel-collector.yaml, exporting to Jaeger", () => {
+    const standalone = parse(readFileSync(join(deployDir, "otel-collector.yaml"), "utf8")) as Doc;
+    const inCluster = parse(named("ConfigMap", "otel-collector-config")!.data["config.yaml"] as string) as Doc;
+    expect(inCluster).toEqual(standalone);
+    expect(standalone.service.pipelines.traces.exporters).toEqual(["otlp/jaeger"]);
+    expect(standalone.receivers.otlp.protocols.http.endpoint).toBe("0.0.0.0:4318");
+    expect(named("Service", "jaeger")).toBeDefined();
+  });
+
+  it("gives every service a valid configuration in Kubernetes once the Secret's placeholders are replaced", () => {
+    const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
+    const secrets = {
+      ...(named("Secret", "renderbus-secrets")!.stringData as Record<string, string>),
+      OUTPUT_SIGNING_SECRET: "a-real-output-signing-secret",
+      SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+      BETTER_AUTH_SECRET: "x".repeat(48),
+    };
+    for (const service of SERVICES) {
+      const own = Object.fromEntries(
+        (containerOf(serviceDeployment(service)).env as Doc[]).filter((entry) => entry.value !== undefined).map((entry) => [entry.name, entry.value]),
+      );
+      const result = SCHEMAS[service].safeParse({ ...config, ...secrets, ...own });
+      expect(result.error?.issues ?? [], service).toEqual([]);
+    }
+    // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
+    const auth = SCHEMAS.auth.safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData });
+    expect(auth.error?.issues.map((issue) => issue.path.join(".")).sort()).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY"]);
+  });
+});
+
+describe("docker-compose.yml", () => {
+  const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as Doc;
+  /** `${NAME:-default}` as compose resolves it with NAME unset. */
+  const interpolate = (value: unknown) => String(value).replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1");
+  const envOf = (service: string): Record<string, string> =>
+    Object.fromEntries(Object.entries(compose.services[service].environment as Record<string, unknown>).map(([key, value]) => [key, interpolate(value)]));
+
+  it("runs PostgreSQL 15, NATS 2.10 with JetStream, Redis 7, an OpenTelemetry collector and Jaeger", () => {
+    expect(compose.services.postgres.image).toBe("postgres:15");
+    expect(compose.services.nats.image).toMatch(/^nats:2\.10/);
+    expect(compose.services.nats.command).toContain("-js");
+    expect(compose.services.redis.image).toBe("redis:7");
+    expect(compose.services["otel-collector"].image).toMatch(/^otel\/opentelemetry-collector/);
+    expect(compose.services["otel-collector"].volumes[0]).toMatch(/^\.\/deploy\/otel-collector\.yaml:/);
+    expect(compose.services.jaeger.image).toMatch(/^jaegertracing\//);
+  });
+
+  it.each(SERVICES)("builds %s from the Dockerfile with the service conventions' environment", (service) => {
+    const definition = compose.services[service] as Doc;
+    expect(definition, service).toBeDefined();
+    expect(definition.build).toBe(".");
+    const env = envOf(service);
+    expect(env.SERVICE).toBe(service);
+    for (const variable of ["MODE", "LOG_LEVEL", "DATABASE_URL", "NATS_URL", "NATS_NAMESPACE", "OTEL_EXPORTER_OTLP_ENDPOINT", "AUTH_GRPC_ADDRESS", "JOBS_GRPC_ADDRESS", "WEBHOOKS_GRPC_ADDRESS", "PUBLIC_URL", "OUTPUT_DIR", "OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEY"]) {
+      expect(env[variable], `${service} ${variable}`).toBeDefined();
+    }
+    expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe("http://otel-collector:4318");
+    const bindHost = BIND_HOST[service];
+    if (bindHost) expect(env[bindHost]).toBe("0.0.0.0");
+    const result = SCHEMAS[service].safeParse(env);
+    expect(result.error?.issues ?? [], service).toEqual([]);
+    expect(definition.healthcheck?.test, `${service} healthcheck`).toBeDefined();
+  });
+
+  it("shares one output volume between the worker and the gateway", () => {
+    expect(compose.services.worker.volumes).toContain("outputs:/data/outputs");
+    expect(compose.services.gateway.volumes).toContain("outputs:/data/outputs");
+    expect(envOf("worker").OUTPUT_SIGNING_SECRET).toBe(envOf("gateway").OUTPUT_SIGNING_SECRET);
+  });
+
+  it("uses a Dockerfile on node:20-bookworm-slim with ffmpeg, npm ci and SERVICE choosing the service", () => {
+    const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim$/m);
+    expect(dockerfile).toMatch(/apt-get install .*ffmpeg/);
+    expect(dockerfile).toMatch(/npm ci/);
+    expect(dockerfile).toContain("services/${SERVICE}/src/main.ts");
+    expect(dockerfile).toMatch(/--import tsx/);
+  });
+});

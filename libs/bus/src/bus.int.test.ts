@@ -1,0 +1,204 @@
+import { trace } from "@opentelemetry/api";
+import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTracing, tracer, type Tracing } from "@renderbus/telemetry";
+import { testInfra, testNamespace } from "@renderbus/testing";
+import { Bus, type BusMessage, type ConsumerHandle } from "./bus.js";
+import type { StreamSpec } from "./streams.js";
+
+const EVENTS: StreamSpec = { name: "BUS_TEST", subjects: ["bustest.>"], duplicateWindowMs: 60_000 };
+
+let namespace: string;
+let bus: Bus;
+let tracing: Tracing;
+const opened: Bus[] = [];
+
+async function connect(name: string): Promise<Bus> {
+  const connected = await Bus.connect({ url: testInfra().natsUrl, name, namespace });
+  opened.push(connected);
+  return connected;
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  // A real tracer provider, so an active span has a valid trace id to propagate.
+  tracing = startTracing({ service: "bus-test", exporter: new InMemorySpanExporter() });
+  namespace = testNamespace("bus");
+  bus = await connect("bus-test");
+  await bus.ensureStreams([EVENTS]);
+});
+
+afterAll(async () => {
+  // The server may be shared with other test files: leave none of this file's streams behind.
+  for await (const name of bus.jsm.streams.names()) {
+    if (name.startsWith(`${namespace}_`)) await bus.jsm.streams.delete(name);
+  }
+  for (const each of opened) await each.close();
+  await tracing?.shutdown();
+});
+
+describe("Bus.ensureStreams", () => {
+  it("is idempotent when called twice", async () => {
+    const spec: StreamSpec = { name: "TWICE", subjects: ["twice.>"] };
+    await bus.ensureStreams([spec]);
+    await bus.publish("twice.a", { n: 1 });
+    await bus.ensureStreams([spec]);
+    const info = await bus.jsm.streams.info(bus.streamName(spec));
+    expect(info.config.subjects).toEqual([`${namespace}.twice.>`]);
+    expect(info.state.messages).toBe(1);
+  });
+
+  it("is idempotent when two processes call it at the same time", async () => {
+    const spec: StreamSpec = { name: "CONCURRENT", subjects: ["concurrent.>"] };
+    const [a, b] = await Promise.all([connect("ensure-a"), connect("ensure-b")]);
+    await Promise.all([a.ensureStreams([spec]), b.ensureStreams([spec]), a.ensureStreams([spec])]);
+    const info = await bus.jsm.streams.info(bus.streamName(spec));
+    expect(info.config.name).toBe(`${namespace}_CONCURRENT`);
+  });
+});
+
+describe("Bus.publish", () => {
+  it("stores a message published twice with the same msgId once", async () => {
+    const spec: StreamSpec = { name: "DEDUP", subjects: ["dedup.>"] };
+    await bus.ensureStreams([spec]);
+    const first = await bus.publish("dedup.x", { n: 1 }, { msgId: "evt_same" });
+    const second = await bus.publish("dedup.x", { n: 1 }, { msgId: "evt_same" });
+    expect(first.duplicate).toBe(false);
+    expect(second.duplicate).toBe(true);
+    expect(second.seq).toBe(first.seq);
+    expect((await bus.jsm.streams.info(bus.streamName(spec))).state.messages).toBe(1);
+  });
+});
+
+describe("Bus.consume", () => {
+  it("splits the messages of one durable consumer between two consumers", async () => {
+    const spec: StreamSpec = { name: "SHARED", subjects: ["shared.>"] };
+    await bus.ensureStreams([spec]);
+    const [busA, busB] = await Promise.all([connect("shared-a"), connect("shared-b")]);
+    const seenBy = { a: [] as number[], b: [] as number[] };
+    const handler = (who: "a" | "b") => async (message: BusMessage<{ n: number }>) => {
+      seenBy[who].push(message.data.n);
+      await sleep(2); // lets the other consumer take its share
+    };
+    const consumerA = await busA.consume({ stream: spec, durable: "shared", handler: handler("a"), concurrency: 4 });
+    const consumerB = await busB.consume({ stream: spec, durable: "shared", handler: handler("b"), concurrency: 4 });
+    const total = 200;
+    await Promise.all(Array.from({ length: total }, (_, n) => bus.publish("shared.item", { n }, { msgId: `m${n}` })));
+    await until(() => seenBy.a.length + seenBy.b.length >= total);
+    await sleep(200);
+    await Promise.all([consumerA.stop(), consumerB.stop()]);
+
+    expect(seenBy.a.length).toBeGreaterThan(0);
+    expect(seenBy.b.length).toBeGreaterThan(0);
+    const all = [...seenBy.a, ...seenBy.b].sort((x, y) => x - y);
+    expect(all).toEqual(Array.from({ length: total }, (_, n) => n));
+  });
+
+  it("redelivers a message after nak(delay), later and with deliveryCount 2", async () => {
+    const spec: StreamSpec = { name: "NAK", subjects: ["nak.>"] };
+    await bus.ensureStreams([spec]);
+    const deliveries: { at: number; count: number; data: unknown }[] = [];
+    const consumer = await bus.consume({
+      stream: spec,
+      durable: "nak",
+      handler: async (message) => {
+        deliveries.push({ at: Date.now(), count: message.deliveryCount, data: message.data });
+        return message.deliveryCount === 1 ? { nakDelayMs: 700 } : undefined;
+      },
+    });
+    await bus.publish("nak.x", { hello: "again" });
+    await until(() => deliveries.length >= 2);
+    await sleep(300);
+    await consumer.stop();
+
+    expect(deliveries.map((delivery) => delivery.count)).toEqual([1, 2]);
+    expect(deliveries[1]!.data).toEqual({ hello: "again" });
+    expect(deliveries[1]!.at - deliveries[0]!.at).toBeGreaterThanOrEqual(600);
+  });
+
+  it("does not redeliver a message the handler terminated", async () => {
+    const spec: StreamSpec = { name: "TERM", subjects: ["term.>"] };
+    await bus.ensureStreams([spec]);
+    let deliveries = 0;
+    const consumer: ConsumerHandle = await bus.consume({
+      stream: spec,
+      durable: "term",
+      ackWaitMs: 300,
+      handler: async () => {
+        deliveries += 1;
+        return { term: true };
+      },
+    });
+    await bus.publish("term.x", { poison: true });
+    await until(() => deliveries >= 1);
+    // Well past ack_wait: an unacknowledged message would have come back by now.
+    await sleep(1200);
+    await consumer.stop();
+
+    expect(deliveries).toBe(1);
+    const info = await bus.jsm.consumers.info(bus.streamName(spec), "term");
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.num_pending).toBe(0);
+  });
+
+  it("redelivers a message whose handler threw", async () => {
+    const spec: StreamSpec = { name: "THROW", subjects: ["throw.>"] };
+    await bus.ensureStreams([spec]);
+    const counts: number[] = [];
+    const consumer = await bus.consume({
+      stream: spec,
+      durable: "throw",
+      retryDelayMs: 100,
+      handler: async (message) => {
+        counts.push(message.deliveryCount);
+        if (message.deliveryCount === 1) throw new Error("transient");
+      },
+    });
+    await bus.publish("throw.x", {});
+    await until(() => counts.length >= 2);
+    await consumer.stop();
+    expect(counts).toEqual([1, 2]);
+  });
+
+  it("continues the publisher's trace in the handler (traceparent header)", async () => {
+    let publisherTraceId = "";
+    let received: { traceId: string | undefined; headers: Record<string, string>; subject: string; msgId: string } | undefined;
+    const consumer = await bus.consume({
+      stream: EVENTS,
+      durable: "trace",
+      filterSubjects: ["bustest.traced"],
+      handler: async (message) => {
+        received = {
+          traceId: trace.getActiveSpan()?.spanContext().traceId,
+          headers: message.headers,
+          subject: message.subject,
+          msgId: message.msgId,
+        };
+      },
+    });
+    await tracer().startActiveSpan("publisher", async (span) => {
+      publisherTraceId = span.spanContext().traceId;
+      await bus.publish("bustest.traced", { ok: true }, { msgId: "evt_traced", headers: { "Rb-Event-Type": "test.traced" } });
+      span.end();
+    });
+    await until(() => received !== undefined);
+    await consumer.stop();
+
+    expect(publisherTraceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(publisherTraceId).not.toBe("0".repeat(32));
+    expect(received!.headers.traceparent).toContain(publisherTraceId);
+    expect(received!.traceId).toBe(publisherTraceId);
+    expect(received!.subject).toBe("bustest.traced");
+    expect(received!.msgId).toBe("evt_traced");
+    expect(received!.headers["Rb-Event-Type"]).toBe("test.traced");
+  });
+});

@@ -1,0 +1,276 @@
+import { connect } from "@nats-io/transport-node";
+import { headers as natsHeaders, type NatsConnection, type MsgHdrs } from "@nats-io/nats-core";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type Consumer,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type PubAck,
+} from "@nats-io/jetstream";
+import { SpanKind, context as otelContext } from "@opentelemetry/api";
+import { contextFromTraceHeaders, currentTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
+import { nanos, streamConfig, type StreamSpec } from "./streams.js";
+
+export interface BusOptions {
+  url: string;
+  /** Connection name shown in NATS monitoring. */
+  name: string;
+  /**
+   * Prefix for every subject and stream name. Empty in production; tests give each file its own namespace so they
+   * can share one server.
+   */
+  namespace?: string;
+  /** Stream replicas (3 on a JetStream cluster). */
+  replicas?: number;
+  logger?: Logger;
+}
+
+/** A message as handed to consumer handlers: subject without the namespace, parsed JSON body, flat headers. */
+export interface BusMessage<T = unknown> {
+  subject: string;
+  data: T;
+  headers: Record<string, string>;
+  /** The `Nats-Msg-Id` the publisher set (the event id for outbox-published events). */
+  msgId: string;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+  streamSequence: number;
+  /** Extends the ack deadline while a long task is still running. */
+  working(): void;
+}
+
+/** What a handler decides for a message. Returning nothing acks it; throwing naks it with the default delay. */
+export type HandlerOutcome = void | { nakDelayMs: number } | { term: true };
+
+export interface ConsumeOptions<T> {
+  stream: StreamSpec;
+  /** Durable consumer name: replicas using the same name share its messages. */
+  durable: string;
+  filterSubjects?: string[];
+  ackWaitMs?: number;
+  maxAckPending?: number;
+  maxDeliver?: number;
+  /** Where a new durable starts; `new` skips history (default `all`). */
+  deliverPolicy?: "all" | "new";
+  /** Delay before redelivery after a handler throws. */
+  retryDelayMs?: number;
+  /** How many messages are processed at once by this process. */
+  concurrency?: number;
+  handler: (message: BusMessage<T>) => Promise<HandlerOutcome>;
+}
+
+export interface ConsumerHandle {
+  /** Stops fetching, waits for in-flight handlers; unfinished messages are not acked (they will be redelivered). */
+  stop(): Promise<void>;
+}
+
+export interface PublishOptions {
+  msgId?: string;
+  headers?: Record<string, string>;
+}
+
+/** JetStream access for one process: declared streams, publishing with dedup ids, durable consumers. */
+export class Bus {
+  private readonly consumers = new Set<ConsumerHandle>();
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    private readonly options: BusOptions,
+  ) {}
+
+  static async connect(options: BusOptions): Promise<Bus> {
+    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    const jsm = await jetstreamManager(nc);
+    return new Bus(nc, jetstream(nc), jsm, options);
+  }
+
+  /** The wire subject for a logical subject (adds the namespace). */
+  subject(logical: string): string {
+    return this.options.namespace ? `${this.options.namespace}.${logical}` : logical;
+  }
+
+  /** The logical subject of a wire subject (drops the namespace). */
+  logicalSubject(wire: string): string {
+    const prefix = this.options.namespace ? `${this.options.namespace}.` : "";
+    return prefix && wire.startsWith(prefix) ? wire.slice(prefix.length) : wire;
+  }
+
+  streamName(spec: StreamSpec): string {
+    return this.options.namespace ? `${this.options.namespace}_${spec.name}` : spec.name;
+  }
+
+  /** Creates or updates the streams; safe to call from every replica at start-up. */
+  async ensureStreams(specs: StreamSpec[]): Promise<void> {
+    for (const spec of specs) {
+      const config = streamConfig(spec, this.streamName(spec), spec.subjects.map((s) => this.subject(s)), this.options.replicas ?? 1);
+      try {
+        await this.jsm.streams.info(config.name);
+        await this.jsm.streams.update(config.name, config);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        try {
+          await this.jsm.streams.add(config);
+        } catch (addError) {
+          // Another replica created it between our info and add.
+          if (!String(addError).includes("already in use")) throw addError;
+        }
+      }
+    }
+  }
+
+  /**
+   * Publishes a JSON body. With `msgId`, JetStream drops a repeat inside the stream's duplicate window, which is what
+   * makes the outbox relay's at-least-once publishing land exactly once. Trace context of the caller is injected.
+   */
+  publish(logicalSubject: string, body: unknown, options: PublishOptions = {}): Promise<PubAck> {
+    const headers = natsHeaders();
+    const traceHeaders = { ...currentTraceHeaders(), ...options.headers };
+    for (const [name, value] of Object.entries(traceHeaders)) headers.set(name, value);
+    const payload = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+    return this.js.publish(this.subject(logicalSubject), payload, {
+      headers,
+      ...(options.msgId ? { msgID: options.msgId } : {}),
+    });
+  }
+
+  /** Core NATS publish (no persistence): for fan-out notifications where a missed message is harmless. */
+  notify(logicalSubject: string, body: unknown): void {
+    this.nc.publish(this.subject(logicalSubject), JSON.stringify(body));
+  }
+
+  /** Core NATS subscription to a logical subject; returns an unsubscribe function. */
+  listen<T>(logicalSubject: string, handler: (data: T, subject: string) => void): () => void {
+    const subscription = this.nc.subscribe(this.subject(logicalSubject), {
+      callback: (error, msg) => {
+        if (error) return;
+        try {
+          handler(msg.json<T>(), this.logicalSubject(msg.subject));
+        } catch (handlerError) {
+          this.options.logger?.error({ err: handlerError, subject: msg.subject }, "notification handler failed");
+        }
+      },
+    });
+    return () => subscription.unsubscribe();
+  }
+
+  /** Declares (idempotently) a durable pull consumer and processes its messages until stopped. */
+  async consume<T>(options: ConsumeOptions<T>): Promise<ConsumerHandle> {
+    const stream = this.streamName(options.stream);
+    const config: Partial<ConsumerConfig> = {
+      durable_name: options.durable,
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(options.ackWaitMs ?? 30_000),
+      max_ack_pending: options.maxAckPending ?? 1000,
+      max_deliver: options.maxDeliver ?? -1,
+      deliver_policy: options.deliverPolicy === "new" ? DeliverPolicy.New : DeliverPolicy.All,
+      // One subject goes in `filter_subject`: `filter_subjects` needs nats-server 2.10 (Debian bookworm ships 2.9).
+      ...(options.filterSubjects?.length === 1
+        ? { filter_subject: this.subject(options.filterSubjects[0]!) }
+        : options.filterSubjects?.length
+          ? { filter_subjects: options.filterSubjects.map((s) => this.subject(s)) }
+          : {}),
+    };
+    try {
+      await this.jsm.consumers.info(stream, options.durable);
+      await this.jsm.consumers.update(stream, options.durable, config);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      await this.jsm.consumers.add(stream, config).catch((addError: unknown) => {
+        if (!String(addError).includes("already in use") && !String(addError).includes("already exists")) throw addError;
+      });
+    }
+    const consumer: Consumer = await this.js.consumers.get(stream, options.durable);
+    const concurrency = options.concurrency ?? 1;
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
+    const inFlight = new Set<Promise<void>>();
+    const retryDelayMs = options.retryDelayMs ?? 1000;
+
+    const handleOne = async (msg: JsMsg): Promise<void> => {
+      const headerRecord = flattenHeaders(msg.headers);
+      const parent = contextFromTraceHeaders(headerRecord);
+      const subject = this.logicalSubject(msg.subject);
+      await otelContext.with(parent, () =>
+        tracer().startActiveSpan(`consume ${subject}`, { kind: SpanKind.CONSUMER }, async (span) => {
+          try {
+            const outcome = await options.handler({
+              subject,
+              data: decodeBody<T>(msg.data),
+              headers: headerRecord,
+              msgId: headerRecord["Nats-Msg-Id"] ?? "",
+              deliveryCount: msg.info.deliveryCount,
+              streamSequence: msg.seq,
+              working: () => msg.working(),
+            });
+            if (outcome && "term" in outcome) msg.term();
+            else if (outcome && "nakDelayMs" in outcome) msg.nak(outcome.nakDelayMs);
+            else await msg.ackAck().catch(() => msg.ack());
+          } catch (error) {
+            this.options.logger?.warn({ err: error, subject, deliveryCount: msg.info.deliveryCount }, "handler failed; will be redelivered");
+            msg.nak(retryDelayMs);
+          } finally {
+            span.end();
+          }
+        }),
+      );
+    };
+
+    const loop = (async () => {
+      for await (const msg of messages) {
+        const task = handleOne(msg).finally(() => inFlight.delete(task));
+        inFlight.add(task);
+        if (inFlight.size >= concurrency) await Promise.race(inFlight);
+      }
+    })();
+
+    const handle: ConsumerHandle = {
+      stop: async () => {
+        this.consumers.delete(handle);
+        await messages.close().catch(() => undefined);
+        await loop.catch(() => undefined);
+        await Promise.allSettled(inFlight);
+      },
+    };
+    this.consumers.add(handle);
+    return handle;
+  }
+
+  /** Stops every consumer (draining in-flight work), then drains the connection. */
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  const text = String((error as Error)?.message ?? error);
+  return text.includes("not found") || (error as { code?: string | number })?.code === "404";
+}
+
+function decodeBody<T>(data: Uint8Array): T {
+  if (data.length === 0) return undefined as T;
+  const text = new TextDecoder().decode(data);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return text as T;
+  }
+}
+
+/** Flattens NATS headers; note `MsgHdrs.get()` returns "" for a missing header, so absent keys are simply left out. */
+export function flattenHeaders(headers: MsgHdrs | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!headers) return out;
+  for (const [name, values] of headers) {
+    const value = values[0];
+    if (value !== undefined && value !== "") out[name] = value;
+  }
+  return out;
+}

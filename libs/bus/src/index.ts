@@ -1,0 +1,2 @@
+export * from "./bus.js";
+export * from "./streams.js";

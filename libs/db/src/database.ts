@@ -1,0 +1,48 @@
+import { Kysely, PostgresDialect, type Transaction } from "kysely";
+import pg from "pg";
+
+// int8 (bigint / bigserial) values are positions and epoch-ms timestamps that fit a JS number safely.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+export interface DatabaseOptions {
+  url: string;
+  /** The service's schema: every query of this pool resolves unqualified names there first. */
+  schema: string;
+  maxConnections?: number;
+  applicationName?: string;
+}
+
+export interface Database<DB> {
+  db: Kysely<DB>;
+  pool: pg.Pool;
+  schema: string;
+  close(): Promise<void>;
+}
+
+/** A Kysely instance over a pg pool whose `search_path` is the service's own schema. */
+export function createDatabase<DB>({ url, schema, maxConnections = 10, applicationName }: DatabaseOptions): Database<DB> {
+  assertIdentifier(schema);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: maxConnections,
+    options: `-c search_path=${schema},public`,
+    application_name: applicationName ?? schema,
+  });
+  // An idle client losing its connection (database restart) must not crash the process; the pool replaces it.
+  pool.on("error", () => undefined);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db, pool, schema, close: () => db.destroy() };
+}
+
+export type Executor<DB> = Kysely<DB> | Transaction<DB>;
+
+/** Schema names are interpolated into SQL, so they are restricted to plain identifiers. */
+export function assertIdentifier(name: string): void {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`invalid SQL identifier: ${name}`);
+}
+
+/** Unique-violation check for pg errors (SQLSTATE 23505), optionally on a given constraint. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const pgError = error as { code?: string; constraint?: string };
+  return pgError?.code === "23505" && (constraint === undefined || pgError.constraint === constraint);
+}

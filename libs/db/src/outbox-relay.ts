@@ -1,0 +1,145 @@
+import pg from "pg";
+import type { Bus } from "@renderbus/bus";
+import type { Logger } from "@renderbus/telemetry";
+import { assertIdentifier } from "./database.js";
+
+export interface OutboxRelayOptions {
+  pool: pg.Pool;
+  schema: string;
+  bus: Bus;
+  logger?: Logger;
+  /** Rows claimed and published per round; publishes inside a round are pipelined, not awaited one by one. */
+  batchSize?: number;
+  /** Safety-net poll when no NOTIFY arrives (a missed notification, a relay restart). */
+  pollIntervalMs?: number;
+}
+
+export interface OutboxRelay {
+  /** Resolves once the outbox is empty (used by tests and graceful shutdown). */
+  drained(): Promise<void>;
+  /** Current number of unpublished rows (for metrics). */
+  backlog(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+interface OutboxRow {
+  position: number;
+  message_id: string;
+  subject: string;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/**
+ * Publishes outbox rows to JetStream and deletes them once JetStream has acknowledged them.
+ *
+ * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several relays (replicas) share the work without publishing a
+ * row twice at the same time. A relay killed between publish and delete leaves its rows in place; the next round
+ * publishes them again with the same `Nats-Msg-Id`, which JetStream drops as duplicates. Wakes on the
+ * `<schema>_outbox` NOTIFY channel, with a slow poll as the fallback.
+ */
+export async function startOutboxRelay({
+  pool,
+  schema,
+  bus,
+  logger,
+  batchSize = 500,
+  pollIntervalMs = 1000,
+}: OutboxRelayOptions): Promise<OutboxRelay> {
+  assertIdentifier(schema);
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  let pending = true;
+  const idleWaiters: (() => void)[] = [];
+
+  const listener = new pg.Client({ connectionString: connectionStringOf(pool) });
+  listener.on("error", (error) => logger?.warn({ err: error }, "outbox listener connection lost"));
+  const signal = () => {
+    pending = true;
+    wake?.();
+  };
+  listener.on("notification", signal);
+  const listen = async () => {
+    await listener.connect();
+    await listener.query(`listen ${schema}_outbox`);
+  };
+  await listen().catch((error) => logger?.warn({ err: error }, "outbox LISTEN failed; polling only"));
+  const poller = setInterval(signal, pollIntervalMs);
+
+  /** One round: claim, publish all (pipelined), delete. Returns how many rows were published. */
+  const round = async (): Promise<number> => {
+    const client = await pool.connect();
+    try {
+      await client.query("begin");
+      const { rows } = await client.query<OutboxRow>(
+        `select position, message_id, subject, body, headers from ${schema}.outbox
+         order by position limit $1 for update skip locked`,
+        [batchSize],
+      );
+      if (rows.length === 0) {
+        await client.query("commit");
+        return 0;
+      }
+      const publishes = rows.map((row) => bus.publish(row.subject, row.body, { msgId: row.message_id, headers: row.headers }));
+      await Promise.all(publishes);
+      await client.query(`delete from ${schema}.outbox where position = any($1::bigint[])`, [rows.map((row) => row.position)]);
+      await client.query("commit");
+      return rows.length;
+    } catch (error) {
+      await client.query("rollback").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
+
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopped) {
+      if (!pending) {
+        for (const resolve of idleWaiters.splice(0)) resolve();
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        continue;
+      }
+      pending = false;
+      try {
+        const published = await round();
+        failures = 0;
+        if (published > 0) pending = true; // there may be more
+      } catch (error) {
+        failures += 1;
+        logger?.warn({ err: error, failures }, "outbox relay round failed; retrying");
+        await sleep(Math.min(100 * 2 ** failures, 5000));
+        pending = true;
+      }
+    }
+  })();
+
+  return {
+    drained: () =>
+      new Promise<void>((resolve) => {
+        idleWaiters.push(resolve);
+        signal();
+      }),
+    backlog: async () => {
+      const { rows } = await pool.query<{ count: number }>(`select count(*)::int as count from ${schema}.outbox`);
+      return rows[0]?.count ?? 0;
+    },
+    stop: async () => {
+      stopped = true;
+      clearInterval(poller);
+      wake?.();
+      await loop;
+      for (const resolve of idleWaiters.splice(0)) resolve();
+      await listener.end().catch(() => undefined);
+    },
+  };
+}
+
+function connectionStringOf(pool: pg.Pool): string {
+  const options = pool.options as pg.PoolConfig;
+  return options.connectionString ?? "";
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,31 @@
+import type { Transaction } from "kysely";
+import { currentTraceHeaders } from "@renderbus/telemetry";
+import type { EventStoreTables } from "./event-store-schema.js";
+
+/** A message to publish once the surrounding transaction commits. */
+export interface OutboxMessage {
+  /** Becomes `Nats-Msg-Id`: JetStream drops a repeat inside its duplicate window. Use the event id. */
+  messageId: string;
+  /** Logical subject, e.g. `jobs.events.job.completed`. */
+  subject: string;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Inserts outbox rows inside the caller's transaction (the `beforeCommit` step of the write path). */
+export async function enqueueOutbox<DB extends EventStoreTables>(trx: Transaction<DB>, messages: OutboxMessage[], now = Date.now()): Promise<void> {
+  if (messages.length === 0) return;
+  const trace = currentTraceHeaders();
+  await (trx as unknown as Transaction<EventStoreTables>)
+    .insertInto("outbox")
+    .values(
+      messages.map((message) => ({
+        message_id: message.messageId,
+        subject: message.subject,
+        body: JSON.stringify(message.body),
+        headers: JSON.stringify({ ...trace, ...message.headers }),
+        created_at: now,
+      })) as never,
+    )
+    .execute();
+}

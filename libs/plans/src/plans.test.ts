@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_PLANS, isPlanName, loadPlans, planOf } from "./index.js";
+
+describe("loadPlans", () => {
+  it("returns the SPEC table without PLANS_JSON", () => {
+    expect(loadPlans(undefined)).toEqual(DEFAULT_PLANS);
+    expect(loadPlans("")).toEqual(DEFAULT_PLANS);
+    expect(DEFAULT_PLANS.pro).toMatchObject({ requestsPerMinute: 60, concurrency: 10, maxBatchSize: 25, webhooks: true });
+    expect(DEFAULT_PLANS.free).toMatchObject({ requestsPerMinute: 10, concurrency: 2, webhooks: false, jobTypes: "basic" });
+  });
+
+  it("applies PLANS_JSON overrides field by field, leaving the rest and the defaults untouched", () => {
+    const plans = loadPlans('{"free":{"requestsPerMinute":100},"scale":{"webhooks":false,"monthlyCredits":0}}');
+    expect(plans.free).toEqual({ ...DEFAULT_PLANS.free, requestsPerMinute: 100 });
+    expect(plans.scale).toEqual({ ...DEFAULT_PLANS.scale, webhooks: false, monthlyCredits: 0 });
+    expect(plans.pro).toEqual(DEFAULT_PLANS.pro);
+    expect(DEFAULT_PLANS.free.requestsPerMinute).toBe(10);
+  });
+
+  it("reads PLANS_JSON from the environment by default", () => {
+    const previous = process.env.PLANS_JSON;
+    process.env.PLANS_JSON = '{"starter":{"concurrency":7}}';
+    try {
+      expect(loadPlans().starter.concurrency).toBe(7);
+    } finally {
+      if (previous === undefined) delete process.env.PLANS_JSON;
+      else process.env.PLANS_JSON = previous;
+    }
+  });
+
+  it.each([
+    ["not JSON", "{free:"],
+    ["an unknown plan", '{"enterprise":{"concurrency":100}}'],
+    ["an unknown field", '{"free":{"seats":3}}'],
+    ["a negative limit", '{"free":{"concurrency":-1}}'],
+    ["a wrong type", '{"pro":{"webhooks":"yes"}}'],
+    ["an unknown job type set", '{"pro":{"jobTypes":"some"}}'],
+  ])("rejects an override with %s", (_what, json) => {
+    expect(() => loadPlans(json)).toThrow();
+  });
+});
+
+describe("planOf", () => {
+  it("finds a plan by name and falls back to free for an unknown one", () => {
+    expect(planOf("pro").name).toBe("pro");
+    expect(planOf("gold").name).toBe("free");
+    expect(isPlanName("scale")).toBe(true);
+    expect(isPlanName("gold")).toBe(false);
+  });
+});

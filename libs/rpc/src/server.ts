@@ -1,0 +1,117 @@
+import { Server, ServerCredentials, Metadata, status, type ServiceDefinition, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
+import { HealthImplementation } from "grpc-health-check";
+import { SpanKind, context as otelContext, SpanStatusCode } from "@opentelemetry/api";
+import { AppError, toAppError } from "@renderbus/errors";
+import { contextFromTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
+import { readAuthMetadata, type AuthContext } from "./auth-metadata.js";
+import { toServiceError } from "./errors.js";
+
+/** What a handler sees besides its request. */
+export interface CallContext {
+  /** Auth context from metadata, when the caller sent one (the gateway always does). */
+  auth: AuthContext | undefined;
+  /** The auth context, or UNAUTHORIZED when absent: for handlers that act for an org. */
+  requireAuth(): AuthContext;
+  metadata: Metadata;
+}
+
+/** A service implementation whose methods are async functions; errors thrown as AppError keep their SPEC code. */
+export type AsyncService<Impl> = {
+  // ts-proto's server interfaces extend grpc-js's UntypedServiceImplementation, whose string index signature must
+  // not become a required member here.
+  [Method in keyof Impl as string extends Method ? never : Method]: Impl[Method] extends (call: ServerUnaryCall<infer Req, infer Res>, callback: sendUnaryData<infer _Res2>) => void
+    ? (request: Req, context: CallContext) => Promise<Res>
+    : never;
+};
+
+export interface RpcServer {
+  server: Server;
+  add<Impl>(definition: ServiceDefinition<any>, implementation: AsyncService<Impl>): void;
+  /** Binds to 127.0.0.1:`port` (0 picks a free one), marks services SERVING, and returns the bound port. */
+  listen(port: number, host?: string): Promise<number>;
+  /** Health NOT_SERVING first (load balancers stop sending), then finishes in-flight calls. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/** A grpc-js server with the standard health service and one error mapping for every handler. */
+export function createRpcServer(logger?: Logger): RpcServer {
+  const server = new Server();
+  const health = new HealthImplementation({ "": "NOT_SERVING" });
+  health.addToServer(server);
+  const names: string[] = [];
+
+  return {
+    server,
+    add(definition, implementation) {
+      const handlers: Record<string, (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void> = {};
+      for (const [method, spec] of Object.entries(definition)) {
+        const handler = (implementation as Record<string, (request: unknown, context: CallContext) => Promise<unknown>>)[method];
+        if (!handler) {
+          // Like grpc-js for an unknown method: partial implementations (test stand-ins) answer UNIMPLEMENTED.
+          handlers[method] = (_call, callback) => callback({ code: status.UNIMPLEMENTED, details: `${method} is not implemented` } as never, null);
+          continue;
+        }
+        handlers[method] = (call, callback) => {
+          const metadata = call.metadata;
+          const auth = readAuthMetadata(metadata);
+          const traceHeaders: Record<string, string> = {};
+          const traceparent = metadata.get("traceparent")[0];
+          if (typeof traceparent === "string") traceHeaders.traceparent = traceparent;
+          const path = (spec as { path: string }).path;
+          otelContext.with(contextFromTraceHeaders(traceHeaders), () =>
+            tracer().startActiveSpan(path, { kind: SpanKind.SERVER }, (span) => {
+              const context: CallContext = {
+                auth,
+                metadata,
+                requireAuth: () => {
+                  if (!auth) throw new AppError("UNAUTHORIZED", "Authentication is invalid or expired");
+                  return auth;
+                },
+              };
+              Promise.resolve()
+                .then(() => handler.call(implementation, call.request, context))
+                .then(
+                  (response) => callback(null, response),
+                  (error: unknown) => {
+                    const appError = toAppError(error);
+                    if (appError.code === "INTERNAL_ERROR") {
+                      logger?.error({ err: error, method: path }, "rpc handler failed");
+                      span.setStatus({ code: SpanStatusCode.ERROR });
+                    }
+                    callback(toServiceError(appError) as never, null);
+                  },
+                )
+                .finally(() => span.end());
+            }),
+          );
+        };
+      }
+      server.addService(definition, handlers);
+      names.push(Object.values(definition)[0] ? String((Object.values(definition)[0] as { path: string }).path.split("/")[1]) : "");
+    },
+    listen(port, host = "127.0.0.1") {
+      return new Promise((resolve, reject) => {
+        server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => {
+          if (error) return reject(error);
+          health.setStatus("", "SERVING");
+          for (const name of names) health.setStatus(name, "SERVING");
+          resolve(boundPort);
+        });
+      });
+    },
+    shutdown(graceMs = 5000) {
+      health.setStatus("", "NOT_SERVING");
+      for (const name of names) health.setStatus(name, "NOT_SERVING");
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "./logger.js";
+
+/** A logger whose lines are captured as parsed JSON objects. */
+function capturingLogger(level = "info") {
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) {
+        raw.push(line);
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      callback();
+    },
+  });
+  return { logger: createLogger({ service: "test-svc", level, destination }), lines, raw };
+}
+
+describe("createLogger", () => {
+  it("writes structured JSON lines with the service name", () => {
+    const { logger, lines } = capturingLogger();
+    logger.info({ jobId: "job_1" }, "job queued");
+    expect(lines[0]).toMatchObject({ service: "test-svc", jobId: "job_1", msg: "job queued", level: 30 });
+  });
+
+  it("redacts webhookSecret, authorization and password wherever they appear", () => {
+    const { logger, lines, raw } = capturingLogger();
+    logger.info(
+      {
+        webhookSecret: "whsec_top",
+        password: "hunter2",
+        authorization: "Bearer rb_live_key",
+        org: { webhookSecret: "whsec_nested", password: "nested-pass" },
+        req: { headers: { authorization: "Bearer rb_req_key", cookie: "rb_session=abc" } },
+        target: { org: { webhookSecret: "whsec_deep" } },
+        apiKey: "rb_full_key",
+        secret: "s",
+        token: "t",
+      },
+      "configured",
+    );
+    const line = lines[0]!;
+    expect(line.webhookSecret).toBe("[redacted]");
+    expect(line.password).toBe("[redacted]");
+    expect(line.authorization).toBe("[redacted]");
+    expect(line.org).toEqual({ webhookSecret: "[redacted]", password: "[redacted]" });
+    expect(line.req).toEqual({ headers: { authorization: "[redacted]", cookie: "[redacted]" } });
+    expect(line.target).toEqual({ org: { webhookSecret: "[redacted]" } });
+    expect(line.apiKey).toBe("[redacted]");
+    for (const secret of ["whsec_", "hunter2", "rb_live_key", "rb_req_key", "nested-pass", "rb_session=abc", "rb_full_key"]) {
+      expect(raw[0]).not.toContain(secret);
+    }
+  });
+
+  it("honours the level", () => {
+    const { logger, lines } = capturingLogger("warn");
+    logger.info("hidden");
+    logger.warn("shown");
+    expect(lines.map((line) => line.msg)).toEqual(["shown"]);
+  });
+});

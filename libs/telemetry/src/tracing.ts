@@ -1,0 +1,67 @@
+import { trace, context, propagation, type Tracer, type Context } from "@opentelemetry/api";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
+import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+
+export interface TracingOptions {
+  service: string;
+  /** OTLP/HTTP endpoint (e.g. http://localhost:4318). Without it and without `exporter`, no spans leave the process. */
+  otlpEndpoint?: string | undefined;
+  /** An exporter to use instead of OTLP (tests pass an in-memory one). */
+  exporter?: SpanExporter;
+}
+
+export interface Tracing {
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts the OpenTelemetry SDK for a service: traces (and metrics) exported over OTLP/HTTP when an endpoint is set. Propagation (W3C traceparent) is always on so that trace context
+ * flows through gRPC metadata, NATS headers and stored events even when nothing is exported.
+ */
+export function startTracing({ service, otlpEndpoint, exporter }: TracingOptions): Tracing {
+  const spanExporter = exporter ?? (otlpEndpoint ? new OTLPTraceExporter({ url: `${otlpEndpoint.replace(/\/$/, "")}/v1/traces` }) : undefined);
+  if (!spanExporter) {
+    // Nothing is exported, but incoming trace context must still flow to outgoing calls and stored events.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    return { shutdown: async () => {} };
+  }
+  const sdk = new NodeSDK({
+    resource: resourceFromAttributes({ "service.name": service }),
+    traceExporter: spanExporter,
+    // Metrics go over OTLP beside traces when an endpoint is configured; /metrics (Prometheus) works either way.
+    ...(otlpEndpoint
+      ? {
+          metricReader: new PeriodicExportingMetricReader({
+            exporter: new OTLPMetricExporter({ url: `${otlpEndpoint.replace(/\/$/, "")}/v1/metrics` }),
+            exportIntervalMillis: 15_000,
+          }),
+        }
+      : {}),
+    instrumentations: [],
+  });
+  sdk.start();
+  return { shutdown: () => sdk.shutdown() };
+}
+
+export function tracer(name = "renderbus"): Tracer {
+  return trace.getTracer(name);
+}
+
+/** The W3C trace-context headers of the active context (empty when there is no active span). */
+export function currentTraceHeaders(ctx: Context = context.active()): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+/** A context continuing the trace described by stored or received headers. */
+export function contextFromTraceHeaders(headers: Record<string, string | undefined>): Context {
+  return propagation.extract(context.active(), headers);
+}

@@ -1,0 +1,154 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { getFreePort } from "./local-process.js";
+
+/** The five services, in start order (dependencies first). */
+export const SERVICES = ["auth", "jobs", "webhook-dispatcher", "worker", "gateway"] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface SystemOptions {
+  repoRoot: string;
+  databaseUrl: string;
+  natsUrl: string;
+  redisUrl: string;
+  /** NATS namespace (tests isolate with it; empty for `npm start`). */
+  namespace?: string;
+  /** Fixed gateway port (npm start uses 3000); tests take a free one. */
+  gatewayPort?: number;
+  outputDir: string;
+  /** Extra environment for every service (MODE, retry schedule, ...). */
+  env?: Record<string, string>;
+  /** Each line a service prints, with its name. */
+  onLine?: (service: ServiceName, line: string) => void;
+}
+
+export interface RunningSystem {
+  gatewayUrl: string;
+  /** Starts another gateway replica on a free port (same services, same Redis) and returns its URL. */
+  addGateway(): Promise<string>;
+  env: Record<string, string>;
+  /** SIGKILL one service (a crash). */
+  kill(service: ServiceName): Promise<void>;
+  start(service: ServiceName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs every service as its own process (`tsx services/<name>/src/main.ts`), the way they run in production, so
+ * end-to-end and fault tests exercise real process boundaries: gRPC between services, JetStream between stages.
+ */
+export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
+  const gatewayPort = options.gatewayPort ?? (await getFreePort());
+  const [authGrpc, jobsGrpc, webhooksGrpc, authHttp] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
+  const publicUrl = `http://127.0.0.1:${gatewayPort}`;
+  const env: Record<string, string> = {
+    MODE: "development",
+    LOG_LEVEL: "info",
+    DATABASE_URL: options.databaseUrl,
+    NATS_URL: options.natsUrl,
+    NATS_NAMESPACE: options.namespace ?? "",
+    REDIS_URL: options.redisUrl,
+    GATEWAY_PORT: String(gatewayPort),
+    PUBLIC_URL: publicUrl,
+    AUTH_GRPC_PORT: String(authGrpc),
+    AUTH_GRPC_ADDRESS: `127.0.0.1:${authGrpc}`,
+    AUTH_HTTP_PORT: String(authHttp),
+    AUTH_HTTP_URL: `http://127.0.0.1:${authHttp}`,
+    JOBS_GRPC_PORT: String(jobsGrpc),
+    JOBS_GRPC_ADDRESS: `127.0.0.1:${jobsGrpc}`,
+    WEBHOOKS_GRPC_PORT: String(webhooksGrpc),
+    WEBHOOKS_GRPC_ADDRESS: `127.0.0.1:${webhooksGrpc}`,
+    OUTPUT_DIR: options.outputDir,
+    ...options.env,
+  };
+  const children = new Map<ServiceName, ChildProcess>();
+  const tsx = join(options.repoRoot, "node_modules", ".bin", "tsx");
+
+  const start = async (service: ServiceName) => {
+    const child = spawn(tsx, [join(options.repoRoot, "services", service, "src", "main.ts")], {
+      cwd: options.repoRoot,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.set(service, child);
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream }).on("line", (line) => options.onLine?.(service, line));
+    }
+    await waitForReady(service, env, child);
+  };
+
+  const stopOne = (service: ServiceName, signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      const child = children.get(service);
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      const timer = setTimeout(() => child.kill("SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
+      child.once("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.kill(signal);
+    });
+
+  const extraGateways: ChildProcess[] = [];
+  const system: RunningSystem = {
+    gatewayUrl: publicUrl,
+    env,
+    addGateway: async () => {
+      const port = await getFreePort();
+      const child = spawn(tsx, [join(options.repoRoot, "services", "gateway", "src", "main.ts")], {
+        cwd: options.repoRoot,
+        env: { ...process.env, ...env, GATEWAY_PORT: String(port) },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      extraGateways.push(child);
+      for (const stream of [child.stdout!, child.stderr!]) {
+        createInterface({ input: stream }).on("line", (line) => options.onLine?.("gateway", line));
+      }
+      await waitForReady("gateway", { ...env, PUBLIC_URL: `http://127.0.0.1:${port}` }, child);
+      return `http://127.0.0.1:${port}`;
+    },
+    kill: (service) => stopOne(service, "SIGKILL"),
+    start,
+    stop: async () => {
+      for (const child of extraGateways) child.kill("SIGTERM");
+      for (const service of [...SERVICES].reverse()) await stopOne(service, "SIGTERM");
+    },
+  };
+  process.once("exit", () => {
+    for (const child of children.values()) child.kill("SIGKILL");
+  });
+  try {
+    for (const service of SERVICES) await start(service);
+  } catch (error) {
+    await system.stop();
+    throw error;
+  }
+  return system;
+}
+
+/** Waits until a service answers: gRPC health for the internal ones, /readyz for the gateway, a grace for the worker. */
+async function waitForReady(service: ServiceName, env: Record<string, string>, child: ChildProcess): Promise<void> {
+  const { isRpcServing } = await import("@renderbus/rpc");
+  const deadline = Date.now() + 60_000;
+  const check = async (): Promise<boolean> => {
+    switch (service) {
+      case "auth":
+        return isRpcServing(env.AUTH_GRPC_ADDRESS!);
+      case "jobs":
+        return isRpcServing(env.JOBS_GRPC_ADDRESS!);
+      case "webhook-dispatcher":
+        return isRpcServing(env.WEBHOOKS_GRPC_ADDRESS!);
+      case "gateway":
+        return fetch(`${env.PUBLIC_URL}/healthz`).then((r) => r.ok, () => false);
+      case "worker":
+        return true;
+    }
+  };
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${service} exited with code ${child.exitCode} during start-up`);
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${service} did not become ready within 60 s`);
+}

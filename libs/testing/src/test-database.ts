@@ -1,0 +1,27 @@
+import pg from "pg";
+import { randomBytes } from "node:crypto";
+import { testInfra } from "./test-infra.js";
+
+/**
+ * A fresh, empty database for one test file on the run's PostgreSQL server; services migrate their own schemas
+ * into it. Returns its URL. Databases are left for the server's teardown (the test server is thrown away whole).
+ */
+export async function createTestDatabase(label = "t"): Promise<string> {
+  const { databaseUrl } = testInfra();
+  const name = `rb_${label.replace(/[^a-z0-9]/gi, "").toLowerCase().slice(0, 20)}_${randomBytes(5).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A NATS subject/stream namespace unique to one test file, so files can share one server. */
+export function testNamespace(label = "t"): string {
+  return `t${label.replace(/[^a-z0-9]/gi, "").toLowerCase().slice(0, 12)}${randomBytes(4).toString("hex")}`;
+}

@@ -1,0 +1,88 @@
+/**
+ * `npm start`: brings the whole system up on this machine. Uses PostgreSQL, NATS and Redis at DATABASE_URL /
+ * NATS_URL / REDIS_URL or on their default local ports when reachable, otherwise starts local servers with data
+ * in .data/; makes sure ffmpeg is present; starts every service (each migrates its own schema); seeds a demo org on
+ * plan `pro` with an API key; prints the URLs. Ctrl-C stops everything.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { ensureFfmpeg, ensureLocalInfra } from "../libs/testing/src/local-infra.js";
+import { SERVICES, startSystem, type ServiceName } from "../libs/testing/src/system.js";
+
+const repoRoot = resolve(import.meta.dirname, "..");
+const dataDir = join(repoRoot, ".data");
+mkdirSync(dataDir, { recursive: true });
+const log = (line: string) => console.log(`[start] ${line}`);
+
+const width = Math.max(...SERVICES.map((s) => s.length));
+const colors = [36, 35, 33, 32, 34];
+const prefix = (service: ServiceName) => `\x1b[${colors[SERVICES.indexOf(service)]}m${service.padEnd(width)}\x1b[0m |`;
+
+const infra = await ensureLocalInfra({ dataDir, persistent: true, log });
+await ensureFfmpeg(log);
+log(`PostgreSQL ${redact(infra.databaseUrl)}, NATS ${infra.natsUrl}, Redis ${infra.redisUrl}`);
+
+const system = await startSystem({
+  repoRoot,
+  databaseUrl: infra.databaseUrl,
+  natsUrl: infra.natsUrl,
+  redisUrl: infra.redisUrl,
+  gatewayPort: Number(process.env.GATEWAY_PORT ?? 3000),
+  outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
+  env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET)$/.test(key)) as [string, string][]),
+  onLine: (service, line) => console.log(`${prefix(service)} ${line}`),
+});
+
+const demo = await demoCredentials();
+console.log(`
+  Renderbus is running.
+
+  API        ${system.gatewayUrl}
+  Dashboard  ${system.gatewayUrl}/
+  API docs   ${system.gatewayUrl}/docs
+  Demo org   ${demo.orgId} (plan pro)
+  API key    ${demo.key}
+
+  Try:  curl -X POST ${system.gatewayUrl}/jobs -H "Authorization: Bearer ${demo.key}" \\
+          -H "Content-Type: application/json" \\
+          -d '{"type":"extract.metadata","inputs":{"source":"https://example.com/video.mp4"}}'
+
+  Ctrl-C stops everything.
+`);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    log("stopping services...");
+    await system.stop();
+    await infra.stop();
+    process.exit(0);
+  });
+}
+
+/** The demo org's key, created once with the operator CLI and kept in .data/demo.json. */
+async function demoCredentials(): Promise<{ orgId: string; key: string }> {
+  const file = join(dataDir, "demo.json");
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as { orgId: string; key: string };
+    const response = await fetch(`${system.gatewayUrl}/me`, { headers: { authorization: `Bearer ${saved.key}` } }).catch(() => undefined);
+    if (response?.ok) return saved;
+  }
+  const { stdout } = await promisify(execFile)(join(repoRoot, "node_modules", ".bin", "tsx"), ["services/auth/src/admin/cli.ts", "org:create", "--name", "Demo", "--plan", "pro"], {
+    cwd: repoRoot,
+    env: { ...process.env, ...system.env },
+  });
+  const orgId = /org_[0-9A-Z]+/.exec(stdout)?.[0];
+  const key = /rb_[A-Za-z0-9_-]+/.exec(stdout)?.[0];
+  if (!orgId || !key) throw new Error(`could not read the demo org from the admin CLI output:\n${stdout}`);
+  writeFileSync(file, JSON.stringify({ orgId, key }, null, 2), { mode: 0o600 });
+  return { orgId, key };
+}
+
+function redact(url: string): string {
+  return url.replace(/:\/\/([^:@/]+):[^@/]+@/, "://$1:***@");
+}

@@ -1,0 +1,73 @@
+import { sql, type Kysely } from "kysely";
+import { createEventStoreTables, type Migrations } from "@renderbus/db";
+
+/**
+ * The `auth` schema's own tables. Better Auth's tables (user, session, account, verification) live in the same
+ * schema but are created by Better Auth's `getMigrations` at start (see src/sessions/better-auth.ts).
+ * Typed against Kysely<any> so each migration stays frozen in time.
+ */
+export const migrations: Migrations = {
+  "2026-11-23-001-init": {
+    async up(db: Kysely<any>) {
+      await sql`
+        create table orgs (
+          id text primary key,
+          name text not null,
+          plan text not null,
+          webhook_url text,
+          -- AES-256-GCM ciphertext of the webhook secret ("v1:<iv>:<tag>:<data>", base64); never the plain secret.
+          webhook_secret_encrypted text,
+          created_at bigint not null,
+          updated_at bigint not null
+        )`.execute(db);
+      await sql`
+        create table members (
+          org_id text not null references orgs(id) on delete cascade,
+          user_id text not null,
+          role text not null check (role in ('owner', 'admin', 'member')),
+          created_at bigint not null,
+          primary key (org_id, user_id)
+        )`.execute(db);
+      await sql`create index members_user on members (user_id, created_at)`.execute(db);
+      await sql`
+        create table api_keys (
+          id text primary key,
+          org_id text not null references orgs(id) on delete cascade,
+          name text not null,
+          -- SHA-256 hex of the full key: the only form of the key that is stored.
+          key_hash text not null unique,
+          start text not null,
+          created_by text not null,
+          created_at bigint not null,
+          last_used_at bigint,
+          revoked_at bigint
+        )`.execute(db);
+      await sql`create index api_keys_org on api_keys (org_id, id desc)`.execute(db);
+      await sql`
+        create table credit_balances (
+          org_id text primary key references orgs(id) on delete cascade,
+          -- The checks are the last line of defence: the balance can never go below zero.
+          available bigint not null default 0 check (available >= 0),
+          reserved bigint not null default 0 check (reserved >= 0),
+          updated_at bigint not null
+        )`.execute(db);
+      await sql`
+        create table credit_ledger (
+          id text primary key,
+          org_id text not null references orgs(id) on delete cascade,
+          kind text not null check (kind in ('grant', 'reserve', 'capture', 'release')),
+          credits bigint not null check (credits >= 0),
+          job_id text,
+          -- Natural key of job entries ("reserve:<job>", "capture:<job>", ...): redelivered events change nothing.
+          entry_key text unique,
+          balance_after bigint not null,
+          description text not null,
+          created_at bigint not null
+        )`.execute(db);
+      await sql`create index credit_ledger_org on credit_ledger (org_id, id desc)`.execute(db);
+      await sql`create index credit_ledger_job on credit_ledger (job_id) where job_id is not null`.execute(db);
+      // Only the outbox is used; the event-store table comes along with the lib's helper.
+      await createEventStoreTables(db, "auth");
+    },
+  },
+};

@@ -1,0 +1,174 @@
+import { sql, type Kysely, type Transaction } from "kysely";
+import { insufficientCredits, notFound } from "@renderbus/errors";
+import { newId } from "@renderbus/ids";
+import type { AuthTables, LedgerKind } from "../database.js";
+
+/**
+ * The credit ledger. Every change to an org's balance row is made in the same transaction as the ledger entry that
+ * explains it, so at every commit:
+ *   available = sum(grant) - sum(reserve) + sum(release)
+ *   reserved  = sum(reserve) - sum(capture) - sum(release)
+ * Reservations take credits from `available` with a conditional update (`where available >= n`), which the row
+ * lock serialises: concurrent reservations can never overspend and the balance never goes below zero.
+ */
+
+type Db = Kysely<AuthTables>;
+type Executor = Db | Transaction<AuthTables>;
+
+export interface BalanceView {
+  orgId: string;
+  available: number;
+  reserved: number;
+}
+
+interface EntryInput {
+  orgId: string;
+  kind: LedgerKind;
+  credits: number;
+  jobId?: string;
+  entryKey?: string;
+  balanceAfter: number;
+  description: string;
+}
+
+async function insertEntry(trx: Transaction<AuthTables>, entry: EntryInput): Promise<boolean> {
+  const inserted = await trx
+    .insertInto("credit_ledger")
+    .values({
+      id: newId("led"),
+      org_id: entry.orgId,
+      kind: entry.kind,
+      credits: entry.credits,
+      job_id: entry.jobId ?? null,
+      entry_key: entry.entryKey ?? null,
+      balance_after: entry.balanceAfter,
+      description: entry.description,
+      created_at: Date.now(),
+    })
+    .onConflict((conflict) => conflict.column("entry_key").doNothing())
+    .returning("id")
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/** Creates the org's balance row at zero (part of creating an org). */
+export async function openBalance(trx: Transaction<AuthTables>, orgId: string): Promise<void> {
+  await trx.insertInto("credit_balances").values({ org_id: orgId, available: 0, reserved: 0, updated_at: Date.now() }).execute();
+}
+
+/** The org's balance. @throws AppError NOT_FOUND for an unknown org. */
+export async function balanceOf(db: Executor, orgId: string): Promise<BalanceView> {
+  const row = await db.selectFrom("credit_balances").select(["available", "reserved"]).where("org_id", "=", orgId).executeTakeFirst();
+  if (!row) throw notFound("Organization");
+  return { orgId, available: row.available, reserved: row.reserved };
+}
+
+/** Adds credits to an org (monthly plan credits, operator grants) with a `grant` entry. */
+export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, credits: number, description: string): Promise<BalanceView> {
+  const row = await trx
+    .updateTable("credit_balances")
+    .set({ available: sql`available + ${credits}`, updated_at: Date.now() })
+    .where("org_id", "=", orgId)
+    .returning(["available", "reserved"])
+    .executeTakeFirst();
+  if (!row) throw notFound("Organization");
+  await insertEntry(trx, { orgId, kind: "grant", credits, balanceAfter: row.available, description });
+  return { orgId, available: row.available, reserved: row.reserved };
+}
+
+/**
+ * Reserves `credits` for a job. Idempotent per job: a second call for the same job changes nothing and returns the
+ * current balance. @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.
+ */
+export async function reserveCredits(db: Db, orgId: string, jobId: string, credits: number): Promise<BalanceView> {
+  const entryKey = `reserve:${jobId}`;
+  // Any entry for the job means it was reserved already (or settled, when the job ended before reserving).
+  const existing = await db.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
+  if (existing) return balanceOf(db, orgId);
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("credit_balances")
+        .set({ available: sql`available - ${credits}`, reserved: sql`reserved + ${credits}`, updated_at: Date.now() })
+        .where("org_id", "=", orgId)
+        .where("available", ">=", credits)
+        .returning(["available", "reserved"])
+        .executeTakeFirst();
+      if (!row) {
+        await balanceOf(trx, orgId); // NOT_FOUND for an unknown org
+        throw insufficientCredits();
+      }
+      const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits, jobId, entryKey, balanceAfter: row.available, description: `reserved for ${jobId}` });
+      // A concurrent call for the same job won: undo ours by rolling back.
+      if (!inserted) throw new ConcurrentReservation();
+      return { orgId, available: row.available, reserved: row.reserved };
+    });
+  } catch (error) {
+    if (error instanceof ConcurrentReservation) return balanceOf(db, orgId);
+    throw error;
+  }
+}
+
+class ConcurrentReservation extends Error {}
+
+/** How a job ended, for settling its reservation. */
+export type JobSettlement = { outcome: "completed"; credits: number; description?: string } | { outcome: "released"; reason: string };
+
+/**
+ * Settles a finished job: on completion captures the actual cost (at most what was reserved plus what is available,
+ * so the balance never goes negative) and releases the rest of the reservation; on failure or cancellation releases
+ * the whole reservation. Idempotent: a job is settled once, whatever the number of redeliveries.
+ */
+export async function settleJob(db: Db, orgId: string, jobId: string, settlement: JobSettlement): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    // Locks the org's balance row: settlements and reservations of the org are serialised from here on.
+    const balance = await trx
+      .selectFrom("credit_balances")
+      .select(["available", "reserved"])
+      .where("org_id", "=", orgId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!balance) return; // an org we do not know (deleted): nothing to charge
+    const entries = await trx.selectFrom("credit_ledger").select(["kind", "credits"]).where("job_id", "=", jobId).where("org_id", "=", orgId).execute();
+    if (entries.some((entry) => entry.kind === "capture" || entry.kind === "release")) return; // already settled
+    let reservedForJob = entries.filter((entry) => entry.kind === "reserve").reduce((sum, entry) => sum + entry.credits, 0);
+    let { available, reserved } = balance;
+    const now = Date.now();
+
+    if (settlement.outcome === "completed") {
+      const extra = Math.min(Math.max(settlement.credits - reservedForJob, 0), available);
+      if (extra > 0) {
+        // The job cost more than was reserved: reserve the difference first (as far as the balance allows).
+        available -= extra;
+        reserved += extra;
+        reservedForJob += extra;
+        await insertEntry(trx, { orgId, kind: "reserve", credits: extra, jobId, entryKey: `reserve-extra:${jobId}`, balanceAfter: available, description: `additional reservation for ${jobId}` });
+      }
+      const captured = Math.min(settlement.credits, reservedForJob);
+      reserved -= captured;
+      await insertEntry(trx, { orgId, kind: "capture", credits: captured, jobId, entryKey: `capture:${jobId}`, balanceAfter: available, description: settlement.description ?? `charged for ${jobId}` });
+      reservedForJob -= captured;
+    }
+    if (reservedForJob > 0) {
+      available += reservedForJob;
+      reserved -= reservedForJob;
+      const reason = settlement.outcome === "released" ? settlement.reason : "completed";
+      await insertEntry(trx, { orgId, kind: "release", credits: reservedForJob, jobId, entryKey: `release:${jobId}`, balanceAfter: available, description: `released for ${jobId} (${reason})` });
+    }
+    await trx.updateTable("credit_balances").set({ available, reserved, updated_at: now }).where("org_id", "=", orgId).execute();
+  });
+}
+
+export interface LedgerPage {
+  entries: AuthTables["credit_ledger"][];
+  nextCursor: string | undefined;
+}
+
+/** The org's ledger, newest first; the cursor is the last entry id of the previous page. */
+export async function listLedger(db: Db, orgId: string, limit: number, cursor?: string): Promise<LedgerPage> {
+  let query = db.selectFrom("credit_ledger").selectAll().where("org_id", "=", orgId).orderBy("id", "desc").limit(limit + 1);
+  if (cursor) query = query.where("id", "<", cursor);
+  const rows = await query.execute();
+  const entries = rows.slice(0, limit);
+  return { entries, nextCursor: rows.length > limit ? entries.at(-1)?.id : undefined };
+}

@@ -1,0 +1,42 @@
+import { Bus, STREAMS, type ConsumerHandle } from "@renderbus/bus";
+import { jobEvents } from "@renderbus/contracts";
+import type { Logger } from "@renderbus/telemetry";
+import type { AuthStore } from "../store.js";
+import { settleJob } from "./credit-ledger.js";
+
+/** Durable consumer name: auth replicas share it, so each job event is settled by one of them. */
+export const BILLING_CONSUMER = "auth-billing";
+
+/**
+ * One wildcard filter rather than the three terminal subjects: several filter subjects need nats-server 2.10, and
+ * the other job events are acked without work.
+ */
+export const JOB_CHARGE_FILTER = "jobs.events.job.>";
+
+/**
+ * Settles credits when jobs end: completion captures the job's actual `cost.credits`, failure and cancellation
+ * release the reservation. Settling is idempotent per job, so redeliveries are harmless.
+ */
+export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger?: Logger): Promise<ConsumerHandle> {
+  return bus.consume<unknown>({
+    stream: STREAMS.jobEvents,
+    durable: BILLING_CONSUMER,
+    filterSubjects: [JOB_CHARGE_FILTER],
+    concurrency: 4,
+    retryDelayMs: 2000,
+    handler: async (message) => {
+      if (message.subject.endsWith(".job.completed")) {
+        const event = jobEvents.JobCompleted.fromJSON(message.data);
+        const credits = Math.max(0, Math.round(event.cost?.credits ?? 0));
+        await settleJob(store.db, event.orgId, event.jobId, { outcome: "completed", credits, description: event.cost?.breakdown || undefined });
+        logger?.debug({ jobId: event.jobId, orgId: event.orgId, credits }, "job charged");
+      } else if (message.subject.endsWith(".job.failed")) {
+        const event = jobEvents.JobFailed.fromJSON(message.data);
+        await settleJob(store.db, event.orgId, event.jobId, { outcome: "released", reason: "failed" });
+      } else if (message.subject.endsWith(".job.cancelled")) {
+        const event = jobEvents.JobCancelled.fromJSON(message.data);
+        await settleJob(store.db, event.orgId, event.jobId, { outcome: "released", reason: "cancelled" });
+      }
+    },
+  });
+}

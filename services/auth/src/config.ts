@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { env } from "@renderbus/config";
+import { loadPlans } from "@renderbus/plans";
+
+/** Fixed keys for development and tests only; production refuses to start without real ones (checked below). */
+const DEV_SECRETS_ENCRYPTION_KEY = Buffer.from("renderbus-dev-secrets-key-32byte").toString("base64");
+const DEV_BETTER_AUTH_SECRET = "renderbus-development-better-auth-secret-not-for-production";
+
+/** The auth service's environment. Keys are the variable names, so a bad value is reported by its name. */
+export const authConfigSchema = z
+  .object({
+    /** `production` requires HTTPS webhook URLs and real secrets. */
+    MODE: env.mode(),
+    DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
+    NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+    /** Prefix of subjects and stream names; tests isolate themselves with it. */
+    NATS_NAMESPACE: z.string().regex(/^[A-Za-z0-9_-]*$/, "must be letters, digits, _ or -").default(""),
+    LOG_LEVEL: env.logLevel(),
+    /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
+    OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),
+    /** gRPC port of the Auth and Billing services (0 picks a free one). */
+    AUTH_GRPC_PORT: env.port(50051),
+    /** HTTP port of Better Auth's `/auth/*` routes; the gateway proxies `/auth/*` here. */
+    AUTH_HTTP_PORT: env.port(50061),
+    /** Interface the gRPC and HTTP servers bind to (0.0.0.0 inside containers). */
+    AUTH_BIND_HOST: z.string().min(1).default("127.0.0.1"),
+    /** Base URL users reach the gateway at: Better Auth's base URL, trusted origin, and whether cookies are Secure. */
+    PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
+    /** AES-256-GCM key (32 bytes, base64) for webhook secrets at rest. Required in production. */
+    SECRETS_ENCRYPTION_KEY: z
+      .string()
+      .refine((value) => Buffer.from(value, "base64").length === 32, "must be 32 bytes encoded as base64")
+      .optional(),
+    /** Signs Better Auth session cookies (at least 32 characters). Required in production. */
+    BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+    /** Overrides of the plan table, e.g. `{"free":{"monthlyCredits":500}}`. */
+    PLANS_JSON: z
+      .string()
+      .optional()
+      .refine((value) => {
+        try {
+          loadPlans(value);
+          return true;
+        } catch {
+          return false;
+        }
+      }, "must be JSON overriding known plans and fields"),
+  })
+  .superRefine((config, context) => {
+    if (config.MODE !== "production") return;
+    for (const variable of ["SECRETS_ENCRYPTION_KEY", "BETTER_AUTH_SECRET"] as const) {
+      if (!config[variable]) context.addIssue({ code: "custom", path: [variable], message: "is required in production" });
+    }
+  });
+
+export type AuthConfig = z.infer<typeof authConfigSchema>;
+
+/** The secrets key as bytes: the configured one, or the fixed development key outside production. */
+export function secretsKeyOf(config: AuthConfig): Buffer {
+  return Buffer.from(config.SECRETS_ENCRYPTION_KEY ?? DEV_SECRETS_ENCRYPTION_KEY, "base64");
+}
+
+/** Better Auth's signing secret: the configured one, or a fixed development value outside production. */
+export function betterAuthSecretOf(config: AuthConfig): string {
+  return config.BETTER_AUTH_SECRET ?? DEV_BETTER_AUTH_SECRET;
+}

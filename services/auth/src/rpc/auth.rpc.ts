@@ -1,0 +1,41 @@
+import { validationError } from "@renderbus/errors";
+import type { auth } from "@renderbus/contracts";
+import type { AsyncService } from "@renderbus/rpc";
+import type { AuthStore } from "../store.js";
+import { createApiKey, LastUsedRecorder, listApiKeys, resolveApiKey, revokeApiKey } from "../api-keys/api-keys.service.js";
+import { orgView, requireManager, updateOrgWebhook, webhookTarget } from "../orgs/orgs.service.js";
+import { resolveSession } from "../sessions/resolve-session.js";
+import { resolveAccessToken } from "../oauth/resolve-access-token.js";
+import type { RenderbusAuth } from "../sessions/better-auth.js";
+
+/**
+ * The gRPC `Auth` service. Resolve* and GetWebhookTarget are internal (no caller context); the rest act for the
+ * org in the caller's auth context, which the gateway puts in metadata.
+ */
+export function authRpc(store: AuthStore, betterAuth: RenderbusAuth, lastUsed: LastUsedRecorder): AsyncService<auth.AuthServer> {
+  return {
+    resolveApiKey: (request) => resolveApiKey(store, request.key, lastUsed),
+    resolveSession: (request) => resolveSession(betterAuth, store, request.cookie),
+    resolveAccessToken: (request) => resolveAccessToken(store, request.token, request.resource),
+    async createApiKey(request, context) {
+      const caller = context.requireAuth();
+      await requireManager(store, caller);
+      return createApiKey(store, caller.orgId, caller.userId, request.name);
+    },
+    async listApiKeys(_request, context) {
+      const caller = context.requireAuth();
+      return { apiKeys: await listApiKeys(store, caller.orgId) };
+    },
+    async revokeApiKey(request, context) {
+      const caller = context.requireAuth();
+      await requireManager(store, caller);
+      return revokeApiKey(store, caller.orgId, request.keyId);
+    },
+    getOrg: (_request, context) => orgView(store, context.requireAuth().orgId),
+    updateOrgWebhook: (request, context) => updateOrgWebhook(store, context.requireAuth(), request),
+    async getWebhookTarget(request) {
+      if (!request.orgId) throw validationError("orgId is required");
+      return webhookTarget(store, request.orgId);
+    },
+  };
+}

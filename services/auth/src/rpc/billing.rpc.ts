@@ -1,0 +1,47 @@
+import { insufficientCredits, validationError } from "@renderbus/errors";
+import type { auth } from "@renderbus/contracts";
+import type { AsyncService } from "@renderbus/rpc";
+import type { AuthStore } from "../store.js";
+import { balanceOf, listLedger, reserveCredits, type BalanceView } from "../billing/credit-ledger.js";
+
+const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance.orgId, credits: balance.available, reserved: balance.reserved });
+
+/**
+ * The gRPC `Billing` service. GetBalance and ListUsage act for the caller's org; CheckBalance and ReserveCredits are
+ * internal (jobs service, worker) and name the org in the request.
+ */
+export function billingRpc(store: AuthStore): AsyncService<auth.BillingServer> {
+  return {
+    getBalance: async (_request, context) => balanceMessage(await balanceOf(store.db, context.requireAuth().orgId)),
+    async listUsage(request, context) {
+      const orgId = context.requireAuth().orgId;
+      if (request.limit < 0 || request.limit > 100) throw validationError("limit must be 1-100");
+      const page = await listLedger(store.db, orgId, request.limit || 50, request.cursor || undefined);
+      return {
+        entries: page.entries.map((entry) => ({
+          id: entry.id,
+          kind: entry.kind,
+          credits: entry.credits,
+          jobId: entry.job_id ?? undefined,
+          balanceAfter: entry.balance_after,
+          createdAt: entry.created_at,
+          description: entry.description,
+        })),
+        nextCursor: page.nextCursor,
+      };
+    },
+    async checkBalance(request) {
+      if (!request.orgId) throw validationError("orgId is required");
+      if (request.credits < 0) throw validationError("credits must not be negative");
+      const balance = await balanceOf(store.db, request.orgId);
+      if (balance.available < request.credits) throw insufficientCredits();
+      return balanceMessage(balance);
+    },
+    async reserveCredits(request) {
+      if (!request.orgId) throw validationError("orgId is required");
+      if (!request.jobId) throw validationError("jobId is required");
+      if (!Number.isInteger(request.credits) || request.credits < 0) throw validationError("credits must be a non-negative integer");
+      return balanceMessage(await reserveCredits(store.db, request.orgId, request.jobId, request.credits));
+    },
+  };
+}

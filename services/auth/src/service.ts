@@ -1,0 +1,58 @@
+import { Bus, STREAMS } from "@renderbus/bus";
+import { auth } from "@renderbus/contracts";
+import { startOutboxRelay } from "@renderbus/db";
+import { createRpcServer } from "@renderbus/rpc";
+import type { Logger } from "@renderbus/telemetry";
+import type { AuthConfig } from "./config.js";
+import { AUTH_SCHEMA } from "./database.js";
+import { openAuthStore } from "./store.js";
+import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
+import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
+import { authRpc } from "./rpc/auth.rpc.js";
+import { billingRpc } from "./rpc/billing.rpc.js";
+import { betterAuthOptions, createBetterAuth, migrateBetterAuth } from "./sessions/better-auth.js";
+import { startSessionHttpServer } from "./sessions/http-server.js";
+
+export interface AuthService {
+  grpcPort: number;
+  httpPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the auth service: migrates the `auth` schema (own tables, then Better Auth's), serves gRPC Auth + Billing
+ * and Better Auth's `/auth/*` over HTTP, relays the outbox to `auth.events.*`, and settles credits from job events.
+ */
+export async function startAuthService(config: AuthConfig, { logger }: { logger: Logger }): Promise<AuthService> {
+  const store = await openAuthStore(config);
+  const betterAuth = createBetterAuth(config, store, logger);
+  await migrateBetterAuth(betterAuthOptions(config, store, logger), store.pool);
+
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, logger });
+  await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents]);
+  const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
+  const charges = await startJobChargesConsumer(bus, store, logger);
+
+  const lastUsed = new LastUsedRecorder(store, logger);
+  const rpc = createRpcServer(logger);
+  rpc.add(auth.AuthService, authRpc(store, betterAuth, lastUsed));
+  rpc.add(auth.BillingService, billingRpc(store));
+  const grpcPort = await rpc.listen(config.AUTH_GRPC_PORT, config.AUTH_BIND_HOST);
+  const http = await startSessionHttpServer(betterAuth, config.AUTH_HTTP_PORT, config.AUTH_BIND_HOST, logger, { store, config });
+  logger.info({ grpcPort, httpPort: http.port }, "auth service started");
+
+  let stopping: Promise<void> | undefined;
+  return {
+    grpcPort,
+    httpPort: http.port,
+    stop: () =>
+      (stopping ??= (async () => {
+        await Promise.all([rpc.shutdown(), http.close()]);
+        await charges.stop();
+        await relay.stop();
+        await bus.close();
+        await store.close();
+        logger.info("auth service stopped");
+      })()),
+  };
+}

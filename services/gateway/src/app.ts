@@ -1,0 +1,91 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import { randomUUID } from "node:crypto";
+import { AppError } from "@renderbus/errors";
+import type { AuthContext } from "@renderbus/rpc";
+import type { GatewayDeps } from "./deps.js";
+import type { RouteDefinition } from "./http/route.js";
+import { sendError } from "./http/errors.js";
+import { authenticate } from "./auth/authenticate.js";
+import { parseRequestPart } from "./http/validation.js";
+import { apiRoutes } from "./routes/index.js";
+import { registerHealthRoutes } from "./health/health.routes.js";
+import { registerAuthProxy } from "./auth/auth-proxy.js";
+import { registerOutputRoutes } from "./outputs/outputs.routes.js";
+import { registerJobEventStream } from "./sse/job-events.js";
+import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
+import { registerMcpRoutes } from "./mcp/mcp.routes.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    auth?: AuthContext;
+  }
+}
+
+const BODY_LIMIT = 1024 * 1024;
+
+/** Builds the gateway's HTTP app: the route table behind authentication, rate limits and one error mapping. */
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    // Request lines are written by the onResponse hook below (one line per request, with org and request id).
+    logger: false,
+    genReqId: (request) => {
+      const given = request.headers["x-request-id"];
+      return typeof given === "string" && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    // Deep or huge JSON is refused by the body limit; prototype pollution keys are dropped.
+    onProtoPoisoning: "remove",
+    onConstructorPoisoning: "remove",
+  }) as unknown as FastifyInstance;
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("X-Request-Id", request.id);
+    reply.header("X-Content-Type-Options", "nosniff");
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    deps.logger.info(
+      { requestId: request.id, method: request.method, url: request.routeOptions.url ?? request.url.split("?")[0], status: reply.statusCode, orgId: request.auth?.orgId, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+  // An empty JSON body (e.g. POST /jobs/{id}/cancel from some clients) is "no body", not malformed JSON.
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+    if (body === "" || body === undefined) return done(null, undefined);
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(new AppError("VALIDATION_ERROR", "body: malformed JSON"), undefined);
+    }
+  });
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.logger));
+  app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`), request, reply, deps.logger));
+
+  for (const route of apiRoutes) registerRoute(app, route, deps);
+
+  registerHealthRoutes(app, deps);
+  await registerAuthProxy(app, deps);
+  registerOutputRoutes(app, deps);
+  registerJobEventStream(app, deps);
+  registerOpenApiRoutes(app, deps);
+  registerMcpRoutes(app, deps, apiRoutes);
+  return app;
+}
+
+function registerRoute(
+  app: FastifyInstance,
+  route: RouteDefinition,
+  deps: GatewayDeps,
+): void {
+  app.route({
+    method: route.method,
+    url: route.url,
+    handler: async (request, reply) => {
+      const auth = await authenticate(request, reply, deps);
+      const params = parseRequestPart(route.params, request.params, "path");
+      const query = parseRequestPart(route.query, request.query, "query");
+      const body = parseRequestPart(route.body, request.body, "body");
+      const result = await route.handler({ body, query, params, auth, request, reply }, deps);
+      return reply.status(route.successStatus ?? 200).send(result);
+    },
+  });
+}

@@ -1,0 +1,42 @@
+import type { Redis } from "ioredis";
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+}
+
+// One round trip: increment the window's counter and set its expiry on first use.
+const INCREMENT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return { count, redis.call('PTTL', KEYS[1]) }
+`;
+
+/**
+ * Fixed one-minute windows counted in Redis, shared by every gateway replica, so an org's limit holds in total
+ * rather than per replica. Redis was chosen over PostgreSQL and NATS KV: INCR is atomic and one round trip
+ * (see docs/adr/0002-rate-limit-store.md).
+ */
+export class RateLimiter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly windowMs = 60_000,
+    private readonly prefix = "rb:rl",
+  ) {}
+
+  async hit(subject: string, limit: number, now = Date.now()): Promise<RateLimitDecision> {
+    const window = Math.floor(now / this.windowMs);
+    const key = `${this.prefix}:${subject}:${window}`;
+    const [count, ttl] = (await this.redis.eval(INCREMENT, 1, key, String(this.windowMs))) as [number, number];
+    const resetMs = ttl > 0 ? ttl : this.windowMs - (now % this.windowMs);
+    return {
+      allowed: count <= limit,
+      limit,
+      remaining: Math.max(0, limit - count),
+      resetSeconds: Math.max(1, Math.ceil(resetMs / 1000)),
+    };
+  }
+}

@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { env } from "@renderbus/config";
+
+/** Gateway configuration: parsed once from the environment in main.ts. */
+export const gatewayConfigSchema = z.object({
+  MODE: env.mode(),
+  LOG_LEVEL: env.logLevel(),
+  GATEWAY_PORT: env.port(3000),
+  GATEWAY_HOST: z.string().default("127.0.0.1"),
+  /** The URL users reach the gateway at: download links, cookie security (https => Secure) and CSRF origin. */
+  PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
+  AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
+  JOBS_GRPC_ADDRESS: z.string().default("127.0.0.1:50052"),
+  WEBHOOKS_GRPC_ADDRESS: z.string().default("127.0.0.1:50053"),
+  /** The auth service's HTTP server for Better Auth (`/auth/*` is proxied there). */
+  AUTH_HTTP_URL: env.url(["http", "https"]).default("http://127.0.0.1:50061"),
+  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+  NATS_NAMESPACE: z.string().default(""),
+  /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
+  REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
+  OUTPUT_DIR: z.string().default(".data/outputs"),
+  OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
+  /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Per-user request budget for the dashboard (session cookie), separate from the plan's API limit. */
+  SESSION_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  PLANS_JSON: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

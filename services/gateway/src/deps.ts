@@ -1,0 +1,30 @@
+import type { Redis } from "ioredis";
+import type { auth, jobs, webhooks } from "@renderbus/contracts";
+import type { Bus } from "@renderbus/bus";
+import type { PromiseClient } from "@renderbus/rpc";
+import type { Logger } from "@renderbus/telemetry";
+import type { Plan, PlanName } from "@renderbus/plans";
+import type { OutputStore } from "@renderbus/storage";
+import type { GatewayConfig } from "./config.js";
+import type { CredentialResolver } from "./auth/credential-resolver.js";
+import type { RateLimiter } from "./auth/rate-limiter.js";
+import type { JobEventHub } from "./sse/job-event-hub.js";
+import type { Registry } from "@renderbus/telemetry";
+
+/** Everything routes need, built once in service.ts. */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  plans: Record<PlanName, Plan>;
+  auth: PromiseClient<auth.AuthClient>;
+  billing: PromiseClient<auth.BillingClient>;
+  jobs: PromiseClient<jobs.JobsClient>;
+  webhooks: PromiseClient<webhooks.WebhooksClient>;
+  bus: Bus;
+  redis: Redis;
+  credentials: CredentialResolver;
+  rateLimiter: RateLimiter;
+  outputs: OutputStore;
+  jobEvents: JobEventHub;
+  metrics: Registry;
+}

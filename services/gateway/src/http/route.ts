@@ -1,0 +1,46 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import type { ErrorCode } from "@renderbus/errors";
+import type { AuthContext } from "@renderbus/rpc";
+import type { GatewayDeps } from "../deps.js";
+
+/** What a route handler receives: validated input and the resolved auth context. */
+export interface RouteInput<Body, Query, Params> {
+  body: Body;
+  query: Query;
+  params: Params;
+  auth: AuthContext;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/**
+ * One route of the public API. This table is the single description of the API: it drives request validation,
+ * the OpenAPI document and the MCP tools, so none of them can drift from the others.
+ */
+export interface RouteDefinition<Body = any, Query = any, Params = any> {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  /** Fastify path syntax: `/jobs/:jobId`. */
+  url: string;
+  /** Stable operation name; the MCP tool name is its snake_case form unless `mcpTool` says otherwise. */
+  operationId: string;
+  summary: string;
+  description: string;
+  tag: string;
+  body?: z.ZodType<Body>;
+  query?: z.ZodType<Query>;
+  params?: z.ZodType<Params>;
+  successStatus?: 200 | 201;
+  /** Error codes this route can answer with (documented in OpenAPI; UNAUTHORIZED/RATE_LIMITED/INTERNAL are implied). */
+  errors: ErrorCode[];
+  /** MCP tool name, or false for routes that make no sense as a tool (streams, downloads). */
+  mcpTool?: string | false;
+  /** Returns the response body (`{data}` or `{data, nextCursor}`); throw AppError for failures. */
+  handler(input: RouteInput<Body, Query, Params>, deps: GatewayDeps): Promise<unknown>;
+}
+
+export function defineRoute<Body = undefined, Query = undefined, Params = undefined>(
+  route: RouteDefinition<Body, Query, Params>,
+): RouteDefinition<Body, Query, Params> {
+  return route;
+}

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { apiRoutes } from "../routes/index.js";
+import { buildMcpTools, snakeCaseOf, splitToolArguments, toolNameOf } from "./mcp-tools.js";
+
+/** SPEC section 8, verbatim. */
+const SPEC_TOOLS = [
+  "submit_job", "submit_batch", "get_job", "list_jobs", "cancel_job", "get_batch", "list_job_types", "get_job_type_schema",
+  "get_balance", "get_usage", "get_org", "update_org_webhook", "list_api_keys", "create_api_key", "revoke_api_key",
+  "list_webhook_deliveries", "retry_webhook_delivery",
+];
+
+describe("MCP tools generated from the route table", () => {
+  const tools = buildMcpTools(apiRoutes);
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+
+  it("offers every tool SPEC section 8 lists", () => {
+    for (const name of SPEC_TOOLS) expect(byName.has(name), name).toBe(true);
+  });
+
+  it("has one tool per route except the ones marked mcpTool: false", () => {
+    const expected = apiRoutes.map(toolNameOf).filter((name): name is string => name !== undefined);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...expected].sort());
+    expect(expected.length).toBe(apiRoutes.filter((route) => route.mcpTool !== false).length);
+  });
+
+  it("names tools by the snake_case operationId", () => {
+    expect(snakeCaseOf("submitJob")).toBe("submit_job");
+    expect(snakeCaseOf("getJobTypeSchema")).toBe("get_job_type_schema");
+    expect(snakeCaseOf("listWebhookDeliveries")).toBe("list_webhook_deliveries");
+  });
+
+  it("merges path, query and body fields into one object schema", () => {
+    const update = byName.get("update_org_webhook")!;
+    expect(update.inputSchema.type).toBe("object");
+    expect(Object.keys(update.inputSchema.properties as object).sort()).toEqual(["orgId", "webhookSecret", "webhookUrl"]);
+    expect(update.inputSchema.required).toEqual(["orgId"]);
+    const list = byName.get("list_jobs")!;
+    expect(Object.keys(list.inputSchema.properties as object)).toContain("cursor");
+  });
+
+  it("gives the submit tools an idempotencyKey argument whose description says to reuse it on retry", () => {
+    for (const name of ["submit_job", "submit_batch"]) {
+      const tool = byName.get(name)!;
+      const property = (tool.inputSchema.properties as Record<string, { description?: string }>).idempotencyKey;
+      expect(property?.description).toMatch(/SAME key/);
+      expect(tool.description).toMatch(/reuse the same value when retrying/);
+    }
+    expect((byName.get("get_job")!.inputSchema.properties as object)).not.toHaveProperty("idempotencyKey");
+  });
+
+  it("lists the route's error codes in the tool description", () => {
+    expect(byName.get("submit_job")!.description).toContain("INVALID_JOB_TYPE");
+    expect(byName.get("cancel_job")!.description).toContain("CONFLICT");
+  });
+
+  it("splits arguments back into the REST request parts", () => {
+    const split = splitToolArguments(byName.get("update_org_webhook")!, { orgId: "org_1", webhookUrl: "https://example.com/hook" });
+    expect(split).toEqual({ params: { orgId: "org_1" }, query: {}, body: { webhookUrl: "https://example.com/hook" } });
+    const submit = splitToolArguments(byName.get("submit_job")!, { type: "qr.generate", params: { content: "x" }, idempotencyKey: "k1" });
+    expect(submit).toMatchObject({ body: { type: "qr.generate", params: { content: "x" } }, idempotencyKey: "k1" });
+  });
+
+  it("refuses an unknown argument with VALIDATION_ERROR", () => {
+    expect(() => splitToolArguments(byName.get("get_job")!, { jobId: "job_1", bogus: 1 })).toThrow(/unknown argument bogus/);
+  });
+});

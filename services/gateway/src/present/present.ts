@@ -1,0 +1,109 @@
+import type { auth, jobs, webhooks } from "@renderbus/contracts";
+
+/**
+ * Proto messages as the public JSON of SPEC sections 5a and 6: absent optional fields become null (never missing),
+ * internal fields (output keys) are dropped.
+ */
+const orNull = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
+
+export function presentJob(job: jobs.Job) {
+  return {
+    id: job.id,
+    orgId: job.orgId,
+    batchId: orNull(job.batchId),
+    type: job.type,
+    status: job.status,
+    inputs: job.inputs ?? {},
+    params: job.params ?? {},
+    metadata: job.metadata ?? {},
+    result: job.result
+      ? {
+          url: job.result.url,
+          metadata: {
+            durationMs: orNull(job.result.metadata?.durationMs),
+            width: orNull(job.result.metadata?.width),
+            height: orNull(job.result.metadata?.height),
+            fileSize: orNull(job.result.metadata?.fileSize),
+          },
+        }
+      : null,
+    cost: job.cost ? { credits: job.cost.credits, breakdown: job.cost.breakdown } : null,
+    error: job.error ? { code: job.error.code, message: job.error.message } : null,
+    timing: {
+      createdAt: job.timing?.createdAt ?? null,
+      dispatchedAt: orNull(job.timing?.dispatchedAt),
+      startedAt: orNull(job.timing?.startedAt),
+      completedAt: orNull(job.timing?.completedAt),
+    },
+    webhookDeliveries: job.webhookDeliveries.map((delivery) => ({
+      id: delivery.id,
+      event: delivery.event,
+      status: delivery.status,
+      attempts: delivery.attempts,
+      lastAttemptAt: orNull(delivery.lastAttemptAt),
+      nextAttemptAt: orNull(delivery.nextAttemptAt),
+      lastResponseStatus: orNull(delivery.lastResponseStatus),
+      lastError: orNull(delivery.lastError),
+    })),
+  };
+}
+
+export function presentBatch(batch: jobs.Batch) {
+  return {
+    id: batch.id,
+    orgId: batch.orgId,
+    jobCount: batch.jobCount,
+    jobIds: batch.jobIds,
+    status: batch.status,
+    counts: batch.counts ?? { waiting: 0, dispatched: 0, running: 0, completed: 0, failed: 0, cancelled: 0 },
+    timing: { createdAt: batch.createdAt, completedAt: orNull(batch.completedAt) },
+  };
+}
+
+export function presentApiKey(key: auth.ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    start: key.start,
+    createdAt: key.createdAt,
+    lastUsedAt: orNull(key.lastUsedAt),
+    revokedAt: orNull(key.revokedAt),
+  };
+}
+
+export function presentOrg(org: auth.Org) {
+  return {
+    id: org.id,
+    name: org.name,
+    plan: org.plan,
+    credits: org.credits,
+    webhookUrl: orNull(org.webhookUrl),
+    webhookSecretSet: org.webhookSecretSet,
+    createdAt: org.createdAt,
+  };
+}
+
+export function presentDelivery(delivery: webhooks.Delivery) {
+  return {
+    id: delivery.id,
+    event: delivery.event,
+    jobId: orNull(delivery.jobId),
+    batchId: orNull(delivery.batchId),
+    status: delivery.status,
+    attempts: delivery.attempts,
+    url: delivery.url,
+    createdAt: delivery.createdAt,
+    lastAttemptAt: orNull(delivery.lastAttemptAt),
+    nextAttemptAt: orNull(delivery.nextAttemptAt),
+    lastResponseStatus: orNull(delivery.lastResponseStatus),
+    lastError: orNull(delivery.lastError),
+    attemptLog: delivery.attemptLog.map((attempt) => ({
+      attempt: attempt.attempt,
+      startedAt: attempt.startedAt,
+      responseStatus: orNull(attempt.responseStatus),
+      error: orNull(attempt.error),
+      latencyMs: attempt.latencyMs,
+      responseExcerpt: orNull(attempt.responseExcerpt),
+    })),
+  };
+}

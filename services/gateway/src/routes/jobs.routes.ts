@@ -1,0 +1,147 @@
+import { z } from "zod";
+import { notFound } from "@renderbus/errors";
+import type { jobs } from "@renderbus/contracts";
+import { defineRoute } from "../http/route.js";
+import { presentBatch, presentJob } from "../present/present.js";
+import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
+import { parseRequestPart } from "../http/validation.js";
+
+const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+
+const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
+  parseRequestPart(z.strictObject({ key: idempotencyKeyHeader }), { key: headers["idempotency-key"] }, "body").key;
+
+const IDEMPOTENCY_NOTE =
+  " Send an Idempotency-Key header (or idempotencyKey argument) and reuse the same key when retrying: a repeat within 24 h returns the first response instead of creating another job.";
+
+export const jobRoutes = [
+  defineRoute({
+    method: "POST",
+    url: "/jobs",
+    operationId: "submitJob",
+    summary: "Submit a job",
+    description: `Queues an asynchronous media job. Returns the job (status waiting).${IDEMPOTENCY_NOTE}`,
+    tag: "jobs",
+    successStatus: 201,
+    body: jobSpec,
+    errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    handler: async ({ body, auth, request, reply }, deps) => {
+      const idempotencyKey = idempotencyKeyOf(request.headers);
+      const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
+      if (response.replayed) reply.header("Idempotent-Replayed", "true");
+      return { data: presentJob(response.job!) };
+    },
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/jobs",
+    operationId: "listJobs",
+    summary: "List jobs",
+    description: "The org's jobs, newest first, filtered and cursor paginated (pass nextCursor back as cursor).",
+    tag: "jobs",
+    query: z.strictObject({
+      status: z.enum(JOB_STATUSES).optional(),
+      type: z.string().min(1).max(64).optional(),
+      batchId: z.string().min(1).max(100).optional(),
+      createdAfter: z.coerce.number().int().nonnegative().optional().describe("epoch ms"),
+      createdBefore: z.coerce.number().int().nonnegative().optional().describe("epoch ms"),
+      limit: z.coerce.number().int().min(1).max(100).default(50),
+      cursor: z.string().min(1).max(500).optional(),
+    }),
+    errors: ["VALIDATION_ERROR"],
+    handler: async ({ query, auth }, deps) => {
+      const page = await deps.jobs.listJobs(query, { auth });
+      return { data: page.jobs.map(presentJob), nextCursor: page.nextCursor ?? null };
+    },
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/jobs/:jobId",
+    operationId: "getJob",
+    summary: "Get a job",
+    description: "The job with its status, result (signed download URL), cost, error, timing and webhook deliveries.",
+    tag: "jobs",
+    params: z.strictObject({ jobId: z.string().min(1).max(100) }),
+    errors: ["NOT_FOUND"],
+    handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.getJob({ jobId: params.jobId }, { auth })) }),
+  }),
+  defineRoute({
+    method: "POST",
+    url: "/jobs/:jobId/cancel",
+    operationId: "cancelJob",
+    summary: "Cancel a job",
+    description: "Cancels a waiting, dispatched or running job (a running process stops within 2 s); no charge. 409 when already finished.",
+    tag: "jobs",
+    params: z.strictObject({ jobId: z.string().min(1).max(100) }),
+    errors: ["NOT_FOUND", "CONFLICT"],
+    handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.cancelJob({ jobId: params.jobId }, { auth })) }),
+  }),
+  defineRoute({
+    method: "POST",
+    url: "/batches",
+    operationId: "submitBatch",
+    summary: "Submit a batch of jobs",
+    description: `Validates every job first (all or nothing), checks credits once, and queues them as one batch.${IDEMPOTENCY_NOTE}`,
+    tag: "batches",
+    successStatus: 201,
+    body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
+    errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    handler: async ({ body, auth, request }, deps) => {
+      const idempotencyKey = idempotencyKeyOf(request.headers);
+      const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
+      return { data: { id: batch.id, jobCount: batch.jobCount, jobIds: batch.jobIds, status: batch.status } };
+    },
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/batches/:batchId",
+    operationId: "getBatch",
+    summary: "Get a batch",
+    description: "Counts per status, status running or completed (every job terminal), timing.",
+    tag: "batches",
+    params: z.strictObject({ batchId: z.string().min(1).max(100) }),
+    errors: ["NOT_FOUND"],
+    handler: async ({ params, auth }, deps) => ({ data: presentBatch(await deps.jobs.getBatch({ batchId: params.batchId }, { auth })) }),
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/job-types",
+    operationId: "listJobTypes",
+    summary: "Job types",
+    description: "Every job type with its inputs, params JSON Schema, plan availability and price rule.",
+    tag: "jobs",
+    errors: [],
+    handler: async ({ auth }, deps) => {
+      const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
+      return { data: jobTypes.map(presentJobType) };
+    },
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/job-types/:type",
+    operationId: "getJobTypeSchema",
+    summary: "One job type",
+    description: "One job type with its inputs, params JSON Schema (what `params` of submit accepts), plan availability and price rule.",
+    tag: "jobs",
+    params: z.strictObject({ type: z.string().min(1).max(64).describe("Job type name, e.g. transcode") }),
+    errors: ["NOT_FOUND"],
+    handler: async ({ params, auth }, deps) => {
+      const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
+      const jobType = jobTypes.find((candidate) => candidate.name === params.type);
+      if (!jobType) throw notFound(`Job type ${params.type}`);
+      return { data: presentJobType(jobType) };
+    },
+  }),
+];
+
+function presentJobType(type: jobs.JobType) {
+  return {
+    name: type.name,
+    description: type.description,
+    inputs: type.inputs,
+    paramsSchema: type.paramsSchema ?? {},
+    plans: type.plans,
+    output: type.output,
+    price: type.price,
+  };
+}

@@ -1,0 +1,24 @@
+import { z } from "zod";
+
+/** Shared request schemas. Objects are strict: unknown fields are a 400 (SPEC section 6). */
+export const cursorQuery = {
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().min(1).max(500).optional(),
+};
+
+export const jobSpec = z.strictObject({
+  type: z.string().min(1).max(64).describe("Job type, see GET /job-types"),
+  inputs: z.record(z.string().max(64), z.string().max(4096)).default({}).describe("Input URLs by name, e.g. {source: 'https://...'}"),
+  params: z.record(z.string().max(64), z.unknown()).default({}).describe("Type-specific parameters (JSON Schema in GET /job-types)"),
+  metadata: z.record(z.string().max(64), z.unknown()).default({}).describe("Your own data, returned with the job"),
+});
+
+export const idempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+  .optional();
+
+export const idParam = (name: string, prefix: string) =>
+  z.strictObject({ [name]: z.string().min(1).max(100).describe(`A ${prefix}_ id`) });

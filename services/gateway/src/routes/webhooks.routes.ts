@@ -1,0 +1,52 @@
+import { z } from "zod";
+import { defineRoute } from "../http/route.js";
+import { presentDelivery } from "../present/present.js";
+
+export const webhookRoutes = [
+  defineRoute({
+    method: "GET",
+    url: "/webhooks/deliveries",
+    operationId: "listWebhookDeliveries",
+    summary: "Webhook delivery log",
+    description: "The org's deliveries with their attempts, newest first, filterable by status, event and jobId.",
+    tag: "webhooks",
+    query: z.strictObject({
+      status: z.enum(["pending", "succeeded", "failed"]).optional(),
+      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]).optional(),
+      jobId: z.string().min(1).max(100).optional(),
+      limit: z.coerce.number().int().min(1).max(100).default(50),
+      cursor: z.string().min(1).max(500).optional(),
+    }),
+    errors: ["VALIDATION_ERROR"],
+    handler: async ({ query, auth }, deps) => {
+      const page = await deps.webhooks.listDeliveries(query, { auth });
+      return { data: page.deliveries.map(presentDelivery), nextCursor: page.nextCursor ?? null };
+    },
+  }),
+  defineRoute({
+    method: "POST",
+    url: "/webhooks/deliveries/:deliveryId/retry",
+    operationId: "retryWebhookDelivery",
+    summary: "Retry a delivery",
+    description: "Sends a failed or succeeded delivery again, as a new attempt chain with the same delivery id.",
+    tag: "webhooks",
+    params: z.strictObject({ deliveryId: z.string().min(1).max(100) }),
+    errors: ["NOT_FOUND", "CONFLICT", "PLAN_LIMIT"],
+    handler: async ({ params, auth }, deps) => ({
+      data: presentDelivery(await deps.webhooks.retryDelivery({ deliveryId: params.deliveryId }, { auth })),
+    }),
+  }),
+  defineRoute({
+    method: "POST",
+    url: "/webhooks/test",
+    operationId: "sendTestWebhook",
+    summary: "Send a test event",
+    description: "Sends a signed webhook.test event to the configured URL and reports the outcome.",
+    tag: "webhooks",
+    errors: ["PLAN_LIMIT", "VALIDATION_ERROR"],
+    handler: async ({ auth }, deps) => {
+      const outcome = await deps.webhooks.sendTest({}, { auth, deadlineMs: 30_000 });
+      return { data: { succeeded: outcome.succeeded, delivery: outcome.delivery ? presentDelivery(outcome.delivery) : null } };
+    },
+  }),
+];

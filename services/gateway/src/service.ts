@@ -1,0 +1,71 @@
+import { Redis } from "ioredis";
+import { auth, jobs, webhooks } from "@renderbus/contracts";
+import { Bus } from "@renderbus/bus";
+import { createRpcClient } from "@renderbus/rpc";
+import { createMetricsRegistry, type Logger } from "@renderbus/telemetry";
+import { loadPlans } from "@renderbus/plans";
+import { createLocalOutputStore } from "@renderbus/storage";
+import type { GatewayConfig } from "./config.js";
+import type { GatewayDeps } from "./deps.js";
+import { buildApp } from "./app.js";
+import { CredentialResolver } from "./auth/credential-resolver.js";
+import { RateLimiter } from "./auth/rate-limiter.js";
+import { JobEventHub } from "./sse/job-event-hub.js";
+
+export interface GatewayService {
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway: clients to the services, cache invalidation, then the HTTP server. */
+export async function startGatewayService(config: GatewayConfig, { logger }: { logger: Logger }): Promise<GatewayService> {
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "gateway", namespace: config.NATS_NAMESPACE, logger });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+  redis.on("error", (error) => logger.warn({ err: error }, "redis error"));
+  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS);
+  const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS });
+
+  // Revocations and plan changes drop cached credentials at once; the cache TTL covers a missed message.
+  const stopRevoked = bus.listen<{ apiKeyId?: string; keyHash?: string }>("auth.events.api_key.revoked", (event) => credentials.forgetApiKey(event));
+  const stopGatewayRevoked = bus.listen<{ apiKeyId?: string }>("gateway.notify.api_key.revoked", (event) => credentials.forgetApiKey(event));
+  const stopOrgUpdated = bus.listen<{ orgId?: string }>("auth.events.org.updated", (event) => event.orgId && credentials.forgetOrg(event.orgId));
+
+  const deps: GatewayDeps = {
+    config,
+    logger,
+    plans: loadPlans(config.PLANS_JSON),
+    auth: authClient,
+    billing: createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS),
+    jobs: createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS),
+    webhooks: createRpcClient(webhooks.WebhooksClient, config.WEBHOOKS_GRPC_ADDRESS),
+    bus,
+    redis,
+    credentials,
+    rateLimiter: new RateLimiter(redis),
+    outputs: createLocalOutputStore(config.OUTPUT_DIR),
+    jobEvents: new JobEventHub(bus),
+    metrics: createMetricsRegistry("gateway"),
+  };
+  const app = await buildApp(deps);
+  await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.GATEWAY_PORT;
+  logger.info({ port }, "gateway listening");
+
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      // Stop taking requests, let in-flight ones finish, then close clients.
+      await app.close();
+      stopRevoked();
+      stopGatewayRevoked();
+      stopOrgUpdated();
+      deps.jobEvents.close();
+      for (const client of [deps.auth, deps.billing, deps.jobs, deps.webhooks]) client.close();
+      redis.disconnect();
+      await bus.close();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { sql, type Kysely } from "kysely";
+import { createEventStoreTables, type Migrations } from "@renderbus/db";
+
+/** Schema of the jobs service. Migrations are typed against Kysely<any> so they stay frozen in time. */
+export const JOBS_SCHEMA = "jobs";
+
+export const migrations: Migrations = {
+  "2026-11-23-001-init": {
+    async up(db: Kysely<any>) {
+      await createEventStoreTables(db, JOBS_SCHEMA);
+
+      // The read model of the job aggregate: one row per job, written in the same transaction as its events.
+      await sql`
+        create table job_views (
+          id text primary key,
+          org_id text not null,
+          batch_id text,
+          type text not null,
+          status text not null,
+          inputs jsonb not null,
+          params jsonb not null,
+          metadata jsonb not null,
+          result jsonb,
+          cost jsonb,
+          error jsonb,
+          plan text not null,
+          limits jsonb not null,
+          submitted_by text not null,
+          created_at bigint not null,
+          dispatched_at bigint,
+          started_at bigint,
+          completed_at bigint,
+          version integer not null
+        )`.execute(db);
+      // Keyset pagination (newest first) and the scheduler's "oldest waiting of an org" both walk this index.
+      await sql`create index job_views_org_created on job_views (org_id, created_at desc, id desc)`.execute(db);
+      await sql`create index job_views_org_status on job_views (org_id, status, created_at, id)`.execute(db);
+      await sql`create index job_views_batch on job_views (batch_id) where batch_id is not null`.execute(db);
+      await sql`create index job_views_waiting on job_views (org_id) where status = 'waiting'`.execute(db);
+
+      await sql`
+        create table batch_views (
+          id text primary key,
+          org_id text not null,
+          job_ids jsonb not null,
+          job_count integer not null,
+          status text not null,
+          waiting integer not null default 0,
+          dispatched integer not null default 0,
+          running integer not null default 0,
+          completed integer not null default 0,
+          failed integer not null default 0,
+          cancelled integer not null default 0,
+          created_at bigint not null,
+          completed_at bigint
+        )`.execute(db);
+
+      await sql`
+        create table idempotency_keys (
+          org_id text not null,
+          key text not null,
+          request_hash text not null,
+          state text not null,
+          response jsonb,
+          created_at bigint not null,
+          primary key (org_id, key)
+        )`.execute(db);
+
+      // Delivery metadata projected from the dispatcher's `webhooks.events.delivery.updated`.
+      await sql`
+        create table webhook_deliveries (
+          id text primary key,
+          org_id text not null,
+          job_id text not null,
+          event text not null,
+          status text not null,
+          attempts integer not null,
+          last_attempt_at bigint,
+          next_attempt_at bigint,
+          last_response_status integer,
+          last_error text,
+          occurred_at bigint not null
+        )`.execute(db);
+      await sql`create index webhook_deliveries_job on webhook_deliveries (job_id)`.execute(db);
+    },
+  },
+};

@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { env } from "@renderbus/config";
+
+/** Jobs service configuration: parsed once from the environment in main.ts. */
+export const jobsConfigSchema = z.object({
+  MODE: env.mode(),
+  LOG_LEVEL: env.logLevel(),
+  DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
+  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+  NATS_NAMESPACE: z.string().default(""),
+  /** Stream replicas when the service declares streams (3 on a JetStream cluster). */
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  JOBS_GRPC_PORT: env.port(50052),
+  JOBS_GRPC_HOST: z.string().default("127.0.0.1"),
+  /** The auth service, whose Billing part answers the credit check at submission. */
+  AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
+  /** Overrides of the plan table (`@renderbus/plans`). */
+  PLANS_JSON: z.string().optional(),
+  /** Safety-net pass that dispatches waiting jobs of every org (after a crash between commit and scheduling). */
+  JOBS_SCHEDULER_SWEEP_MS: z.coerce.number().int().positive().default(30_000),
+  /** How long an Idempotency-Key answers with the first response. */
+  IDEMPOTENCY_TTL_MS: z.coerce.number().int().positive().default(24 * 60 * 60 * 1000),
+  /** A claimed key whose request never finished (crashed replica) is given to a new request after this long. */
+  IDEMPOTENCY_STALE_MS: z.coerce.number().int().positive().default(60_000),
+  /** How often the watchdog looks for running jobs past their plan's run time (workers enforce it first). */
+  JOBS_WATCHDOG_INTERVAL_MS: z.coerce.number().int().positive().default(10_000),
+  /** Extra time a worker gets past the plan's run time before the watchdog fails the job with PROVIDER_TIMEOUT. */
+  JOBS_WATCHDOG_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
+  DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+});
+
+export type JobsConfig = z.infer<typeof jobsConfigSchema>;

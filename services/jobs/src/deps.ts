@@ -1,0 +1,16 @@
+import type { Kysely } from "kysely";
+import type { Plan, PlanName } from "@renderbus/plans";
+import type { Logger } from "@renderbus/telemetry";
+import type { CreditCheck } from "./billing/credit-check.js";
+import type { JobsDatabase } from "./db/jobs-database.js";
+import type { Scheduler } from "./scheduler/scheduler.js";
+
+/** What the jobs operations need; built once in service.ts. */
+export interface JobsDeps {
+  db: Kysely<JobsDatabase>;
+  plans: Record<PlanName, Plan>;
+  credits: CreditCheck;
+  scheduler: Scheduler;
+  logger: Logger;
+  idempotency: { ttlMs: number; staleMs: number };
+}

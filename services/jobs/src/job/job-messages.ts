@@ -1,0 +1,45 @@
+import type { OutboxMessage, StoredEvent } from "@renderbus/db";
+import type { jobEvents } from "@renderbus/contracts";
+import type { JobEvent, JobEventType, JobState } from "./job.js";
+
+/** The public event name of each stored event (`Rb-Event-Type`, and the subject suffix after `jobs.events.`). */
+export const JOB_EVENT_NAMES: Record<JobEventType, string> = {
+  JobQueued: "job.queued",
+  JobDispatched: "job.dispatched",
+  // The product calls a started job "running" (SPEC section 5, webhook `job.running`).
+  JobStarted: "job.running",
+  JobCompleted: "job.completed",
+  JobFailed: "job.failed",
+  JobCancelled: "job.cancelled",
+};
+
+/** Subject of the work message for a job type: workers consume `jobs.dispatch.>` or a subset of types. */
+export const dispatchSubject = (jobType: string): string => `jobs.dispatch.${jobType}`;
+
+/**
+ * Outbox messages announcing stored job events: one on `jobs.events.<name>` per event (msg id = event id), plus the
+ * work message on `jobs.dispatch.<type>` for a dispatch. `state` is the job after the events.
+ */
+export function jobOutboxMessages(stored: StoredEvent[], state: JobState): OutboxMessage[] {
+  const messages: OutboxMessage[] = [];
+  for (const event of stored) {
+    const name = JOB_EVENT_NAMES[event.type as JobEventType];
+    const headers = { "Rb-Event-Type": name, "Rb-Org-Id": state.orgId };
+    messages.push({ messageId: event.eventId, subject: `jobs.events.${name}`, body: event.data, headers });
+    if (event.type === "JobDispatched") {
+      const work: jobEvents.JobDispatch = {
+        jobId: state.id,
+        orgId: state.orgId,
+        type: state.type,
+        inputs: state.inputs,
+        params: state.params,
+        limits: state.limits,
+        createdAt: state.createdAt,
+      };
+      messages.push({ messageId: event.eventId, subject: dispatchSubject(state.type), body: work, headers: { ...headers, "Rb-Job-Type": state.type } });
+    }
+  }
+  return messages;
+}
+
+export const asJobEvents = (stored: StoredEvent[]): JobEvent[] => stored.map((event) => ({ type: event.type, data: event.data }) as JobEvent);

@@ -1,0 +1,69 @@
+import type { jobEvents, jobs } from "@renderbus/contracts";
+
+/** Job statuses of SPEC section 5, in lifecycle order. */
+export const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
+/** Statuses that hold one of the org's concurrency slots. */
+export const ACTIVE_STATUSES: readonly JobStatus[] = ["dispatched", "running"];
+
+export const isTerminal = (status: JobStatus): boolean => TERMINAL_STATUSES.includes(status);
+export const isJobStatus = (value: string): value is JobStatus => (JOB_STATUSES as readonly string[]).includes(value);
+
+export type JobLimits = jobEvents.JobLimits;
+
+/** The events of the job aggregate as stored in its stream (stream id = job id). */
+export type JobEvent =
+  | { type: "JobQueued"; data: jobEvents.JobQueued }
+  | { type: "JobDispatched"; data: jobEvents.JobDispatched }
+  | { type: "JobStarted"; data: jobEvents.JobStarted }
+  | { type: "JobCompleted"; data: jobEvents.JobCompleted }
+  | { type: "JobFailed"; data: jobEvents.JobFailed }
+  | { type: "JobCancelled"; data: jobEvents.JobCancelled };
+
+export type JobEventType = JobEvent["type"];
+
+/** State of one job, folded from its events by `evolve`. */
+export interface JobState {
+  id: string;
+  orgId: string;
+  batchId: string | undefined;
+  type: string;
+  status: JobStatus;
+  inputs: Record<string, unknown>;
+  params: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  plan: string;
+  limits: JobLimits;
+  submittedBy: string;
+  result: jobs.JobResult | undefined;
+  cost: jobs.JobCost | undefined;
+  error: jobs.JobError | undefined;
+  createdAt: number;
+  dispatchedAt: number | undefined;
+  startedAt: number | undefined;
+  completedAt: number | undefined;
+}
+
+/** What a caller asks the job aggregate to do. `now` is passed in so `decide` stays pure. */
+export type JobCommand =
+  | {
+      type: "QueueJob";
+      jobId: string;
+      orgId: string;
+      batchId?: string;
+      jobType: string;
+      inputs: Record<string, unknown>;
+      params: Record<string, unknown>;
+      metadata: Record<string, unknown>;
+      plan: string;
+      limits: JobLimits;
+      submittedBy: string;
+      now: number;
+    }
+  | { type: "DispatchJob"; now: number }
+  | { type: "StartJob"; workerId: string; now: number }
+  | { type: "CompleteJob"; result: jobs.JobResult; cost: jobs.JobCost; now: number }
+  | { type: "FailJob"; error: jobs.JobError; now: number }
+  | { type: "CancelJob"; now: number };

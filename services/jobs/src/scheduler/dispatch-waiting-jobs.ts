@@ -1,0 +1,58 @@
+import { sql, type Kysely } from "kysely";
+import type { JobsDatabase } from "../db/jobs-database.js";
+import { decide } from "../job/decide.js";
+import { commitJobEvents, countActiveJobs, loadJob } from "../job/job-store.js";
+
+/**
+ * One scheduling pass for one org: dispatches its oldest waiting jobs while the jobs holding a slot (dispatched or
+ * running) stay below the concurrency limit copied into each job at submission. Runs under a per-org transaction
+ * advisory lock, so passes on several replicas never count the same free slot twice. Returns how many jobs it
+ * dispatched.
+ */
+export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: string): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`jobs.schedule:${orgId}`}))`.execute(trx);
+    const oldest = await trx
+      .selectFrom("job_views")
+      .select("limits")
+      .where("org_id", "=", orgId)
+      .where("status", "=", "waiting")
+      .orderBy("created_at")
+      .orderBy("id")
+      .limit(1)
+      .executeTakeFirst();
+    if (!oldest) return 0;
+    let active = await countActiveJobs(trx, orgId);
+    const slots = oldest.limits.concurrency - active;
+    if (slots <= 0) return 0;
+    // Locks the candidates: a concurrent cancel of one of them finishes first, and the row is re-checked after.
+    const candidates = await trx
+      .selectFrom("job_views")
+      .select(["id", "limits"])
+      .where("org_id", "=", orgId)
+      .where("status", "=", "waiting")
+      .orderBy("created_at")
+      .orderBy("id")
+      .limit(slots)
+      .forUpdate()
+      .execute();
+    let dispatched = 0;
+    const now = Date.now();
+    for (const candidate of candidates) {
+      // Submission order per org: a job whose (older) plan allowed fewer slots blocks the ones behind it.
+      if (active >= candidate.limits.concurrency) break;
+      const loaded = await loadJob(trx, candidate.id);
+      if (loaded.state?.status !== "waiting") continue;
+      await commitJobEvents(trx, loaded, decide(loaded.state, { type: "DispatchJob", now }), now);
+      active += 1;
+      dispatched += 1;
+    }
+    return dispatched;
+  });
+}
+
+/** Orgs that have waiting jobs: the periodic sweep's work list. */
+export async function orgsWithWaitingJobs(db: Kysely<JobsDatabase>): Promise<string[]> {
+  const rows = await db.selectFrom("job_views").select("org_id").distinct().where("status", "=", "waiting").execute();
+  return rows.map((row) => row.org_id);
+}

@@ -1,0 +1,88 @@
+import { Bus, STREAMS, type ConsumerHandle } from "@renderbus/bus";
+import { jobs } from "@renderbus/contracts";
+import { createDatabase, migrateToLatest, startOutboxRelay, type OutboxRelay } from "@renderbus/db";
+import { loadPlans } from "@renderbus/plans";
+import { createRpcServer } from "@renderbus/rpc";
+import type { Logger } from "@renderbus/telemetry";
+import type { Kysely } from "kysely";
+import { JOBS_SCHEMA, migrations } from "../migrations/index.js";
+import { billingCreditCheck, type CreditCheck } from "./billing/credit-check.js";
+import type { JobsConfig } from "./config.js";
+import type { JobsDatabase } from "./db/jobs-database.js";
+import type { JobsDeps } from "./deps.js";
+import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
+import { jobsRpc } from "./rpc/jobs.rpc.js";
+import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
+import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
+
+/** A running jobs service. */
+export interface JobsService {
+  /** The bound gRPC port (JOBS_GRPC_PORT, or a free one when 0). */
+  grpcPort: number;
+  /** Exposed for tests and operations: the outbox relay (`drained()`), the scheduler (`idle()`), the watchdog, the database. */
+  relay: OutboxRelay;
+  scheduler: Scheduler;
+  watchdog: JobTimeoutWatchdog;
+  db: Kysely<JobsDatabase>;
+  /** Stops taking calls, finishes in-flight ones, drains the scheduler, the consumer and the relay, closes pools. */
+  stop(): Promise<void>;
+}
+
+export interface JobsServiceOptions {
+  logger: Logger;
+  /** Replaces the auth service's Billing check (tools that run without the auth service). */
+  credits?: CreditCheck;
+}
+
+/** Starts the jobs service: migrates its schema, declares streams, starts relay, scheduler, consumer and gRPC. */
+export async function startJobsService(config: JobsConfig, { logger, credits }: JobsServiceOptions): Promise<JobsService> {
+  const database = createDatabase<JobsDatabase>({
+    url: config.DATABASE_URL,
+    schema: JOBS_SCHEMA,
+    maxConnections: config.DATABASE_MAX_CONNECTIONS,
+    applicationName: "jobs",
+  });
+  await migrateToLatest(database.db, JOBS_SCHEMA, migrations);
+
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "jobs", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
+  await bus.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents]);
+  const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
+  const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS });
+  const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS);
+  const deps: JobsDeps = {
+    db: database.db,
+    plans: loadPlans(config.PLANS_JSON),
+    credits: creditCheck,
+    scheduler,
+    logger,
+    idempotency: { ttlMs: config.IDEMPOTENCY_TTL_MS, staleMs: config.IDEMPOTENCY_STALE_MS },
+  };
+  const watchdog = startJobTimeoutWatchdog(deps, { intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS, graceMs: config.JOBS_WATCHDOG_GRACE_MS });
+  const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
+
+  const rpc = createRpcServer(logger);
+  rpc.add(jobs.JobsService, jobsRpc(deps));
+  const grpcPort = await rpc.listen(config.JOBS_GRPC_PORT, config.JOBS_GRPC_HOST);
+  logger.info({ grpcPort }, "jobs service listening");
+
+  return {
+    grpcPort,
+    relay,
+    scheduler,
+    watchdog,
+    db: database.db,
+    stop: async () => {
+      await rpc.shutdown();
+      await watchdog.stop();
+      await scheduler.stop();
+      await deliveries.stop();
+      // Publish what is committed before leaving, but never hang shutdown on an unreachable NATS: rows left in the
+      // outbox are published by the next relay (same msg ids, deduplicated by JetStream).
+      await Promise.race([relay.drained(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      await relay.stop();
+      await bus.close();
+      creditCheck.close();
+      await database.close();
+    },
+  };
+}

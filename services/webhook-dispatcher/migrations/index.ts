@@ -1,0 +1,77 @@
+import { sql, type Kysely } from "kysely";
+import { createEventStoreTables, type Migrations } from "@renderbus/db";
+
+/**
+ * The `dispatcher` schema. Typed against `Kysely<any>` so each migration stays frozen as written.
+ * - `deliveries` is also the due-time queue: `next_attempt_at` is set while an attempt is owed, `lease_*` while a
+ *   replica is sending it. A crash leaves the row due (or leased until the lease runs out), so nothing is lost.
+ * - `batches` + `batch_terminal_jobs` count terminal jobs exactly once per (batch, job).
+ * - The outbox comes from the shared event-store tables (the `events` table stays unused: deliveries are state,
+ *   not an event-sourced aggregate).
+ */
+export const migrations: Migrations = {
+  "2026-11-23-001-init": {
+    async up(db: Kysely<any>) {
+      await sql`
+        create table deliveries (
+          id text primary key,
+          org_id text not null,
+          event text not null,
+          source_event_id text unique,
+          job_id text,
+          batch_id text,
+          url text not null,
+          body text not null,
+          status text not null,
+          attempts integer not null default 0,
+          chain_attempts integer not null default 0,
+          next_attempt_at bigint,
+          lease_until bigint,
+          lease_token text,
+          last_attempt_at bigint,
+          last_response_status integer,
+          last_error text,
+          event_at bigint not null,
+          first_attempt_at bigint,
+          created_at bigint not null
+        )`.execute(db);
+      await sql`create index deliveries_due on deliveries (next_attempt_at) where next_attempt_at is not null`.execute(db);
+      await sql`create index deliveries_leased on deliveries (org_id) where lease_until is not null`.execute(db);
+      await sql`create index deliveries_org on deliveries (org_id, id desc)`.execute(db);
+      await sql`create index deliveries_job on deliveries (job_id) where job_id is not null`.execute(db);
+      await sql`
+        create table delivery_attempts (
+          delivery_id text not null references deliveries (id) on delete cascade,
+          attempt integer not null,
+          started_at bigint not null,
+          response_status integer,
+          error text,
+          latency_ms integer not null,
+          response_excerpt text,
+          primary key (delivery_id, attempt)
+        )`.execute(db);
+      await sql`
+        create table batches (
+          batch_id text primary key,
+          org_id text not null,
+          job_count integer not null,
+          created_at bigint not null,
+          completed_at bigint
+        )`.execute(db);
+      await sql`
+        create table batch_terminal_jobs (
+          batch_id text not null,
+          job_id text not null,
+          outcome text not null,
+          recorded_at bigint not null,
+          primary key (batch_id, job_id)
+        )`.execute(db);
+      await sql`
+        create table processed_events (
+          event_id text primary key,
+          processed_at bigint not null
+        )`.execute(db);
+      await createEventStoreTables(db, "dispatcher");
+    },
+  },
+};

@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { env } from "@renderbus/config";
+
+/** The dispatcher's environment. Keys are the environment variable names. */
+export const configSchema = z.object({
+  MODE: env.mode(),
+  LOG_LEVEL: env.logLevel(),
+  DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
+  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+  /** Prefix for subjects and stream names; tests isolate themselves with it. */
+  NATS_NAMESPACE: z.string().default(""),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  /** Auth service: the source of each org's webhook URL, secret and plan. */
+  AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
+  /** 0 picks a free port (tests). */
+  WEBHOOKS_GRPC_PORT: env.port(50053),
+  WEBHOOKS_GRPC_HOST: z.string().default("127.0.0.1"),
+  /** Prometheus `/metrics` over plain HTTP; 0 picks a free port, unset disables it. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Delays before retries 1, 2, 3, ... after each failed attempt; one more attempt than entries in all (seed: 3). */
+  WEBHOOK_RETRY_SCHEDULE_MS: env.intList("5000,25000,125000"),
+  /** An attempt without a 2xx answer inside this time counts as failed (seed: 10 s). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** `X-<brand>-Signature` etc., so receivers written for another brand of the protocol keep working. */
+  WEBHOOK_HEADER_BRAND: z.string().regex(/^[A-Za-z0-9-]+$/).default("Renderbus"),
+  /** Production refuses private/loopback/link-local targets regardless; this allows them outside production. */
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: env.bool(true),
+  /** Attempts in flight at once in this process. */
+  DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(64),
+  /**
+   * Attempts in flight at once per org across all replicas: a hanging receiver holds at most this many slots,
+   * so other orgs' deliveries keep flowing.
+   */
+  DISPATCHER_ORG_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(8),
+  /** Job events handled at once by this process's consumer. */
+  DISPATCHER_CONSUMER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  /** JetStream ack wait of the job-events consumer: how soon a dead replica's unacked events go to another one. */
+  DISPATCHER_ACK_WAIT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Safety-net poll of the due-time queue (a missed NOTIFY, an expired lease of a crashed replica). */
+  DISPATCHER_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(1000),
+  /**
+   * A claimed delivery's lease is the attempt timeout plus this grace; when a replica dies mid-attempt, others
+   * take its deliveries over once the lease has run out.
+   */
+  DISPATCHER_LEASE_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+  /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
+  WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+});
+
+export type DispatcherConfig = z.infer<typeof configSchema>;

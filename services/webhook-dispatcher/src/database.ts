@@ -1,0 +1,63 @@
+import type { EventStoreTables } from "@renderbus/db";
+
+/** Delivery states (SPEC section 6: pending, succeeded, failed). */
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+
+/** Row types of the `dispatcher` schema (see migrations/index.ts). */
+export interface DispatcherTables extends EventStoreTables {
+  deliveries: {
+    id: string;
+    org_id: string;
+    event: string;
+    /** Id of the job/batch event that caused the delivery: makes redelivered events create nothing new. */
+    source_event_id: string | null;
+    job_id: string | null;
+    batch_id: string | null;
+    url: string;
+    /** The exact JSON bytes sent (and signed) on every attempt. */
+    body: string;
+    status: DeliveryStatus;
+    attempts: number;
+    /** Attempts of the current chain (a manual retry starts a new chain); drives the retry schedule. */
+    chain_attempts: number;
+    next_attempt_at: number | null;
+    lease_until: number | null;
+    lease_token: string | null;
+    last_attempt_at: number | null;
+    last_response_status: number | null;
+    last_error: string | null;
+    /** When the source event happened: the start of the event-to-first-attempt lag. */
+    event_at: number;
+    first_attempt_at: number | null;
+    created_at: number;
+  };
+  delivery_attempts: {
+    delivery_id: string;
+    attempt: number;
+    started_at: number;
+    response_status: number | null;
+    error: string | null;
+    latency_ms: number;
+    response_excerpt: string | null;
+  };
+  batches: {
+    batch_id: string;
+    org_id: string;
+    job_count: number;
+    created_at: number;
+    completed_at: number | null;
+  };
+  batch_terminal_jobs: {
+    batch_id: string;
+    job_id: string;
+    outcome: "completed" | "failed" | "cancelled";
+    recorded_at: number;
+  };
+  processed_events: {
+    event_id: string;
+    processed_at: number;
+  };
+}
+
+/** The schema every dispatcher query runs in. */
+export const DISPATCHER_SCHEMA = "dispatcher";

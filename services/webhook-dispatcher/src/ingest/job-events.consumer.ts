@@ -1,0 +1,150 @@
+import type { Kysely } from "kysely";
+import { STREAMS, type Bus, type BusMessage, type ConsumerHandle } from "@renderbus/bus";
+import type { jobEvents } from "@renderbus/contracts";
+import type { Logger } from "@renderbus/telemetry";
+import type { DispatcherTables } from "../database.js";
+import { insertDelivery } from "../deliveries/delivery.repository.js";
+import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "../deliveries/payloads.js";
+import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
+import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
+
+/** The durable consumer every dispatcher replica shares (work sharing). */
+export const DISPATCHER_DURABLE = "webhook-dispatcher";
+
+export interface JobEventsConsumerOptions {
+  bus: Bus;
+  db: Kysely<DispatcherTables>;
+  targets: WebhookTargets;
+  logger: Logger;
+  concurrency: number;
+  ackWaitMs: number;
+  /** Called after a delivery was created, so the sender attempts it at once. */
+  onDeliveryCreated(): void;
+}
+
+/** What one job event means for the dispatcher. */
+interface Plan {
+  orgId: string;
+  /** A webhook to send, when the org takes webhooks. */
+  webhook?: { event: string; jobId: string; body: unknown; eventAt: number };
+  terminal?: { batchId: string; jobId: string; outcome: TerminalOutcome };
+  batchCreated?: { batchId: string; jobCount: number; createdAt: number };
+}
+
+/** Maps a job event (subject + body) to the dispatcher's work; pure. Undefined for events it ignores. */
+export function planForJobEvent(subject: string, data: unknown): Plan | undefined {
+  switch (subject) {
+    case "jobs.events.job.running": {
+      const started = data as jobEvents.JobStarted;
+      return { orgId: started.orgId, webhook: { event: "job.running", jobId: started.jobId, body: jobRunningPayload(started), eventAt: started.startedAt } };
+    }
+    case "jobs.events.job.completed": {
+      const completed = data as jobEvents.JobCompleted;
+      return {
+        orgId: completed.orgId,
+        webhook: { event: "job.completed", jobId: completed.jobId, body: jobCompletedPayload(completed), eventAt: completed.timing?.completedAt ?? Date.now() },
+        ...(completed.batchId ? { terminal: { batchId: completed.batchId, jobId: completed.jobId, outcome: "completed" as const } } : {}),
+      };
+    }
+    case "jobs.events.job.failed": {
+      const failed = data as jobEvents.JobFailed;
+      return {
+        orgId: failed.orgId,
+        webhook: { event: "job.failed", jobId: failed.jobId, body: jobFailedPayload(failed), eventAt: failed.timing?.completedAt ?? Date.now() },
+        ...(failed.batchId ? { terminal: { batchId: failed.batchId, jobId: failed.jobId, outcome: "failed" as const } } : {}),
+      };
+    }
+    case "jobs.events.job.cancelled": {
+      // No webhook for cancelled jobs (seed section 6); they still count toward their batch.
+      const cancelled = data as jobEvents.JobCancelled;
+      return {
+        orgId: cancelled.orgId,
+        ...(cancelled.batchId ? { terminal: { batchId: cancelled.batchId, jobId: cancelled.jobId, outcome: "cancelled" as const } } : {}),
+      };
+    }
+    case "jobs.events.batch.created": {
+      const created = data as jobEvents.BatchCreated;
+      return { orgId: created.orgId, batchCreated: { batchId: created.batchId, jobCount: created.jobIds.length, createdAt: created.createdAt } };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Turns job events into deliveries and batch progress. Each event is handled in one transaction guarded by
+ * `processed_events`, then acked; a crash before the ack redelivers it and the guard makes the repeat a no-op.
+ * The batch-completion check runs after that commit, on every delivery of the event (see completeBatchIfDone).
+ */
+export async function startJobEventsConsumer(options: JobEventsConsumerOptions): Promise<ConsumerHandle> {
+  const { db, targets, logger } = options;
+
+  const createBatchDelivery = async (batchId: string, eventId: string): Promise<boolean> =>
+    db.transaction().execute(async (trx) => {
+      const batch = await completeBatchIfDone(trx, batchId);
+      if (!batch) return false;
+      logger.info({ batchId, orgId: batch.orgId, counts: batch.counts }, "batch completed");
+      // Looked up inside the transaction: if the auth service is down, the completion rolls back and is redone.
+      const target = await targets.get(batch.orgId);
+      if (!acceptsWebhooks(target)) return false;
+      const created = await insertDelivery(trx, {
+        orgId: batch.orgId,
+        event: "batch.completed",
+        sourceEventId: `batch.completed:${batchId}`,
+        jobId: null,
+        batchId,
+        url: target.url,
+        body: JSON.stringify(batchCompletedPayload(batch)),
+        eventAt: batch.completedAt,
+      });
+      logger.debug({ batchId, eventId }, "batch.completed delivery created");
+      return created !== undefined;
+    });
+
+  const handle = async (message: BusMessage<unknown>): Promise<void> => {
+    const plan = planForJobEvent(message.subject, message.data);
+    if (!plan) return;
+    const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
+    // Resolve the target before the transaction: no connection is held during the network call.
+    const target = plan.webhook ? await targets.get(plan.orgId) : undefined;
+    let created = false;
+    await db.transaction().execute(async (trx) => {
+      const fresh = await trx
+        .insertInto("processed_events")
+        .values({ event_id: eventId, processed_at: Date.now() })
+        .onConflict((conflict) => conflict.column("event_id").doNothing())
+        .returning("event_id")
+        .executeTakeFirst();
+      if (!fresh) return;
+      if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
+      if (plan.terminal) await recordTerminalJob(trx, plan.terminal);
+      if (plan.webhook && target && acceptsWebhooks(target)) {
+        const delivery = await insertDelivery(trx, {
+          orgId: plan.orgId,
+          event: plan.webhook.event,
+          sourceEventId: eventId,
+          jobId: plan.webhook.jobId,
+          batchId: plan.terminal?.batchId ?? null,
+          url: target.url,
+          body: JSON.stringify(plan.webhook.body),
+          eventAt: plan.webhook.eventAt,
+        });
+        created = delivery !== undefined;
+      }
+    });
+    const batchId = plan.terminal?.batchId ?? plan.batchCreated?.batchId;
+    if (batchId && (await createBatchDelivery(batchId, eventId))) created = true;
+    if (created) options.onDeliveryCreated();
+  };
+
+  return options.bus.consume({
+    stream: STREAMS.jobEvents,
+    durable: DISPATCHER_DURABLE,
+    // No subject filter: nats-server 2.9 has no multi-subject filters; events the dispatcher ignores are acked at once.
+    ackWaitMs: options.ackWaitMs,
+    concurrency: options.concurrency,
+    maxAckPending: 2000,
+    retryDelayMs: 1000,
+    handler: handle,
+  });
+}

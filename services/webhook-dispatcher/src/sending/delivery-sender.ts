@@ -1,0 +1,193 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import type { Kysely } from "kysely";
+import type { Agent } from "undici";
+import type { Logger } from "@renderbus/telemetry";
+import type { DispatcherTables } from "../database.js";
+import type { DispatcherMetrics } from "../metrics.js";
+import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
+import {
+  DELIVERIES_CHANNEL,
+  claimDueDeliveries,
+  nextDueAt,
+  postponeLease,
+  recordAttempt,
+  releaseLease,
+  type DeliveryRow,
+} from "../deliveries/delivery.repository.js";
+import { postWebhook } from "./post-webhook.js";
+import { decideAfterAttempt } from "./retry-schedule.js";
+
+export interface DeliverySenderOptions {
+  db: Kysely<DispatcherTables>;
+  /** Connection string for the LISTEN connection. */
+  databaseUrl: string;
+  targets: WebhookTargets;
+  agent: Agent;
+  metrics: DispatcherMetrics;
+  logger: Logger;
+  concurrency: number;
+  orgMaxInFlight: number;
+  timeoutMs: number;
+  retryScheduleMs: readonly number[];
+  brand: string;
+  pollIntervalMs: number;
+  /** How long a claim lasts: above `timeoutMs`, so a live attempt never loses its lease. */
+  leaseMs: number;
+}
+
+export interface DeliverySender {
+  /** Looks for due deliveries now (called right after inserting one: no poll delay). */
+  wake(): void;
+  /**
+   * Runs one attempt of a delivery this process already holds under `leaseToken` and returns its new state.
+   * `retryScheduleMs: []` makes it the only attempt (test events).
+   */
+  attempt(row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined>;
+  stop(): Promise<void>;
+}
+
+/** How long the auth service may be down before a claimed delivery is looked at again (no attempt is counted). */
+const TARGET_UNAVAILABLE_BACKOFF_MS = 2000;
+
+/**
+ * The due-time queue worker. Deliveries wait in Postgres (`next_attempt_at`), so a pending retry holds no slot and
+ * survives a crash; this loop claims due rows under a lease, sends them with bounded concurrency (and a per-org cap
+ * applied at claim time), and sleeps until the next due time, a NOTIFY from any replica, or a local wake-up.
+ */
+export async function startDeliverySender(options: DeliverySenderOptions): Promise<DeliverySender> {
+  const { db, logger, metrics } = options;
+  const { leaseMs } = options;
+  const stopController = new AbortController();
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let pending = true;
+  let wakeUp: (() => void) | undefined;
+  const wake = () => {
+    pending = true;
+    wakeUp?.();
+  };
+
+  const listener = new pg.Client({ connectionString: options.databaseUrl });
+  listener.on("error", (error) => logger.warn({ err: error }, "delivery LISTEN connection lost; polling only"));
+  listener.on("notification", wake);
+  await listener
+    .connect()
+    .then(() => listener.query(`listen ${DELIVERIES_CHANNEL}`))
+    .catch((error) => logger.warn({ err: error }, "delivery LISTEN failed; polling only"));
+
+  const attempt = async (row: DeliveryRow, leaseToken: string, retryScheduleMs = options.retryScheduleMs): Promise<DeliveryRow | undefined> => {
+    const log = logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
+    let target;
+    try {
+      target = await options.targets.get(row.org_id);
+    } catch (error) {
+      log.warn({ err: error }, "webhook target unavailable; delivery postponed");
+      await postponeLease(db, row.id, leaseToken, Date.now() + TARGET_UNAVAILABLE_BACKOFF_MS);
+      return undefined;
+    }
+    const attemptNumber = row.attempts + 1;
+    const url = acceptsWebhooks(target) ? target.url : row.url;
+    const result = acceptsWebhooks(target)
+      ? await postWebhook(
+          options.agent,
+          { url: target.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret: target.secret, brand: options.brand },
+          { timeoutMs: options.timeoutMs, abort: stopController.signal },
+        )
+      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: "webhooks are not configured for this organization", responseExcerpt: null };
+    if (stopController.signal.aborted) {
+      // Shutting down mid-attempt: give the delivery back so a replica (or our restart) sends it again.
+      await releaseLease(db, row.id, leaseToken).catch(() => undefined);
+      return undefined;
+    }
+    const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now() }, retryScheduleMs);
+    const updated = await recordAttempt(db, row.id, leaseToken, {
+      attempt: attemptNumber,
+      startedAt: result.startedAt,
+      responseStatus: result.responseStatus,
+      error: result.error,
+      latencyMs: result.latencyMs,
+      responseExcerpt: result.responseExcerpt,
+      status: next.status,
+      nextAttemptAt: next.nextAttemptAt,
+      url,
+    });
+    const resultLabel = result.succeeded ? "success" : "failure";
+    metrics.attempts.inc({ result: resultLabel });
+    metrics.attemptLatency.observe({ result: resultLabel }, result.latencyMs / 1000);
+    if (row.first_attempt_at === null) metrics.eventToFirstAttempt.observe(Math.max(0, result.startedAt - row.event_at) / 1000);
+    if (next.status !== "pending") metrics.deliveries.inc({ outcome: next.status });
+    // Every attempt is recorded in the database; only failures are worth a line at the default level.
+    log[result.succeeded ? "debug" : "info"](
+      { attempt: attemptNumber, status: next.status, responseStatus: result.responseStatus ?? undefined, error: result.error ?? undefined, latencyMs: result.latencyMs },
+      "webhook attempt",
+    );
+    return updated;
+  };
+
+  const leaseToken = randomUUID();
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopped) {
+      if (!pending) {
+        const now = Date.now();
+        const dueAt = await nextDueAt(db, now).catch(() => undefined);
+        // A wake-up that arrived during the query above must not be slept through.
+        if (pending || stopped) continue;
+        const sleepMs = Math.min(options.pollIntervalMs, dueAt === undefined ? Infinity : Math.max(0, dueAt - now));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, sleepMs);
+          wakeUp = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wakeUp = undefined;
+        pending = true;
+        continue;
+      }
+      pending = false;
+      const free = options.concurrency - inFlight.size;
+      if (free <= 0) {
+        // A finishing attempt wakes us.
+        await new Promise<void>((resolve) => (wakeUp = resolve));
+        wakeUp = undefined;
+        pending = true;
+        continue;
+      }
+      try {
+        const claimed = await claimDueDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
+        failures = 0;
+        for (const row of claimed) {
+          const task = attempt(row, leaseToken)
+            .then(() => undefined)
+            .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
+            .finally(() => {
+              inFlight.delete(task);
+              wake();
+            });
+          inFlight.add(task);
+        }
+        if (claimed.length === free) pending = true; // there may be more due
+      } catch (error) {
+        failures += 1;
+        logger.warn({ err: error, failures }, "claiming due deliveries failed; retrying");
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** failures, 5000)));
+        pending = true;
+      }
+    }
+  })();
+
+  return {
+    wake,
+    attempt,
+    async stop() {
+      stopped = true;
+      stopController.abort();
+      wakeUp?.();
+      await loop;
+      await Promise.allSettled(inFlight);
+      await listener.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import { createServer, type Server } from "node:http";
+import { sql } from "kysely";
+import { Bus, STREAMS } from "@renderbus/bus";
+import { auth, authEvents, webhooks } from "@renderbus/contracts";
+import { createDatabase, migrateToLatest, startOutboxRelay } from "@renderbus/db";
+import { createRpcClient, createRpcServer } from "@renderbus/rpc";
+import type { Logger } from "@renderbus/telemetry";
+import { migrations } from "../migrations/index.js";
+import type { DispatcherConfig } from "./config.js";
+import { DISPATCHER_SCHEMA, type DispatcherTables } from "./database.js";
+import { startJobEventsConsumer } from "./ingest/job-events.consumer.js";
+import { createDispatcherMetrics, type DispatcherMetrics } from "./metrics.js";
+import { webhooksRpc } from "./rpc/webhooks.rpc.js";
+import { startDeliverySender } from "./sending/delivery-sender.js";
+import { createWebhookAgent } from "./sending/post-webhook.js";
+import { createWebhookTargets } from "./targets/webhook-targets.js";
+
+export interface DispatcherService {
+  /** Port of the `Webhooks` gRPC server. */
+  grpcPort: number;
+  /** Port of the Prometheus `/metrics` endpoint, when METRICS_PORT is set. */
+  metricsPort: number | undefined;
+  metrics: DispatcherMetrics;
+  /** Stops taking events, aborts attempts in flight (their deliveries stay due), drains the outbox, closes. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the webhook dispatcher: migrates the `dispatcher` schema, consumes job events into deliveries, sends them
+ * from the Postgres due-time queue, publishes delivery changes through the outbox, and serves `Webhooks` over gRPC.
+ */
+export async function startDispatcherService(config: DispatcherConfig, { logger }: { logger: Logger }): Promise<DispatcherService> {
+  const database = createDatabase<DispatcherTables>({
+    url: config.DATABASE_URL,
+    schema: DISPATCHER_SCHEMA,
+    maxConnections: 20,
+    applicationName: "webhook-dispatcher",
+  });
+  const { db } = database;
+  await migrateToLatest(db, DISPATCHER_SCHEMA, migrations);
+
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "webhook-dispatcher", namespace: config.NATS_NAMESPACE, logger });
+  await bus.ensureStreams([STREAMS.jobEvents, STREAMS.webhookEvents]);
+
+  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS);
+  const targets = createWebhookTargets(authClient, { ttlMs: config.WEBHOOK_TARGET_CACHE_MS });
+  // Core subscription: a missed notice only means the entry lives out its short TTL.
+  const stopListening = bus.listen<authEvents.OrgUpdated>("auth.events.org.updated", (event) => targets.forget(event.orgId));
+
+  const metrics = createDispatcherMetrics(async () => {
+    const row = await db
+      .selectFrom("deliveries")
+      .select(sql<number>`count(*)::int`.as("count"))
+      .where("status", "=", "pending")
+      .where("attempts", ">", 0)
+      .executeTakeFirst();
+    return row?.count ?? 0;
+  });
+
+  const agent = createWebhookAgent({
+    guardAddresses: config.MODE === "production" || !config.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
+    connectTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  });
+  const leaseMs = config.WEBHOOK_TIMEOUT_MS + config.DISPATCHER_LEASE_GRACE_MS;
+  const sender = await startDeliverySender({
+    db,
+    databaseUrl: config.DATABASE_URL,
+    targets,
+    agent,
+    metrics,
+    logger,
+    concurrency: config.DISPATCHER_CONCURRENCY,
+    orgMaxInFlight: config.DISPATCHER_ORG_MAX_IN_FLIGHT,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+    brand: config.WEBHOOK_HEADER_BRAND,
+    pollIntervalMs: config.DISPATCHER_POLL_INTERVAL_MS,
+    leaseMs,
+  });
+  const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
+  const consumer = await startJobEventsConsumer({
+    bus,
+    db,
+    targets,
+    logger,
+    concurrency: config.DISPATCHER_CONSUMER_CONCURRENCY,
+    ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
+    onDeliveryCreated: () => sender.wake(),
+  });
+
+  const rpc = createRpcServer(logger);
+  rpc.add(webhooks.WebhooksService, webhooksRpc({ db, targets, sender, leaseMs }));
+  const grpcPort = await rpc.listen(config.WEBHOOKS_GRPC_PORT, config.WEBHOOKS_GRPC_HOST);
+
+  let metricsServer: Server | undefined;
+  let metricsPort: number | undefined;
+  if (config.METRICS_PORT !== undefined) {
+    metricsServer = createServer((request, response) => {
+      if (request.url !== "/metrics") return void response.writeHead(404).end();
+      metrics.registry.metrics().then(
+        (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+        () => response.writeHead(500).end(),
+      );
+    });
+    metricsPort = await new Promise<number>((resolve) =>
+      metricsServer!.listen(config.METRICS_PORT, "127.0.0.1", () => resolve((metricsServer!.address() as { port: number }).port)),
+    );
+  }
+  logger.info({ grpcPort, metricsPort }, "webhook dispatcher started");
+
+  return {
+    grpcPort,
+    metricsPort,
+    metrics,
+    async stop() {
+      await rpc.shutdown(2000);
+      await consumer.stop();
+      await sender.stop();
+      await relay.drained();
+      await relay.stop();
+      stopListening();
+      await bus.close();
+      authClient.close();
+      await agent.close().catch(() => undefined);
+      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import { z } from "zod";
+import { env } from "@renderbus/config";
+
+/** Worker configuration: parsed once from the environment in main.ts. */
+export const workerConfigSchema = z.object({
+  /** `production` turns on the SSRF guard: inputs on private, loopback and link-local addresses are refused. */
+  MODE: env.mode(),
+  LOG_LEVEL: env.logLevel(),
+  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+  NATS_NAMESPACE: z.string().default(""),
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** The jobs service, which receives StartJob / CompleteJob / FailJob reports. */
+  JOBS_GRPC_ADDRESS: z.string().default("127.0.0.1:50052"),
+  /** The auth service, whose Billing part reserves credits before a provider starts. */
+  AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
+  /** Local output store; the gateway serves downloads from the same directory. */
+  OUTPUT_DIR: z.string().default(".data/outputs"),
+  /** HMAC key of download URLs; must equal the gateway's. */
+  OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
+  /** Base URL of the gateway, the host of download links. */
+  PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
+  /** Jobs run at once by one worker process (each runs an ffmpeg); scale out with more replicas. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Download links stay valid this long. */
+  OUTPUT_RETENTION_DAYS: z.coerce.number().positive().default(7),
+  /** Whole-download deadline per input. */
+  INPUT_FETCH_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** A job message not acked nor heartbeated for this long goes to another worker (a crashed worker's job). */
+  WORKER_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(60_000),
+  /** Name reported with StartJob; defaults to host and pid. */
+  WORKER_ID: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+});
+
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;

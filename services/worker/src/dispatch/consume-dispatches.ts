@@ -1,0 +1,117 @@
+import { flattenHeaders, nanos, STREAMS, type Bus } from "@renderbus/bus";
+import type { jobEvents } from "@renderbus/contracts";
+import { contextFromTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
+
+// Types reached through the Bus so the worker needs no direct dependency on the NATS and OpenTelemetry packages.
+type ConsumerConfig = NonNullable<Parameters<Bus["jsm"]["consumers"]["add"]>[1]>;
+type PullConsumer = Awaited<ReturnType<Bus["js"]["consumers"]["get"]>>;
+type JsMsg = NonNullable<Awaited<ReturnType<PullConsumer["next"]>>>;
+/** OpenTelemetry's SpanKind.CONSUMER. */
+const SPAN_KIND_CONSUMER = 4;
+
+/** The durable consumer every worker replica shares: each dispatch goes to exactly one of them. */
+export const WORKERS_DURABLE = "workers";
+
+export interface ConsumeDispatchesOptions {
+  bus: Bus;
+  logger: Logger;
+  /** Jobs run at once by this process. */
+  concurrency: number;
+  /** Unacked messages come back after this long; heartbeats (`working()`) keep a long job's message. */
+  ackWaitMs: number;
+  /** Runs one job; resolving acks the message, `{ retryAfterMs }` naks it, throwing naks it after a delay. */
+  handle(dispatch: jobEvents.JobDispatch, delivery: { deliveryCount: number }): Promise<void | { retryAfterMs: number }>;
+}
+
+export interface DispatchConsumer {
+  /** Stops fetching and waits for the jobs in hand to settle (the handler decides to ack or nak them). */
+  stop(): Promise<void>;
+}
+
+const FETCH_EXPIRES_MS = 2000;
+const RETRY_DELAY_MS = 5000;
+
+/**
+ * Pulls work one message per free slot. Unlike a prefetching consumer, no message waits in a local buffer while
+ * other jobs run (which would let its ack deadline lapse and hand it to a second worker), so a job is only ever
+ * taken by a worker that can start it now.
+ */
+export async function consumeDispatches(options: ConsumeDispatchesOptions): Promise<DispatchConsumer> {
+  const { bus, logger } = options;
+  const stream = bus.streamName(STREAMS.jobDispatch);
+  const config: ConsumerConfig = {
+    durable_name: WORKERS_DURABLE,
+    ack_policy: "explicit" as ConsumerConfig["ack_policy"],
+    ack_wait: nanos(options.ackWaitMs),
+    max_ack_pending: 10_000,
+    deliver_policy: "all" as ConsumerConfig["deliver_policy"],
+    filter_subject: bus.subject("jobs.dispatch.>"),
+  };
+  try {
+    await bus.jsm.consumers.info(stream, WORKERS_DURABLE);
+    await bus.jsm.consumers.update(stream, WORKERS_DURABLE, config);
+  } catch (error) {
+    if (!String(error).includes("not found")) throw error;
+    await bus.jsm.consumers.add(stream, config).catch((addError: unknown) => {
+      // Another replica created it first.
+      if (!/already (in use|exists)/.test(String(addError))) throw addError;
+    });
+  }
+  const consumer = await bus.js.consumers.get(stream, WORKERS_DURABLE);
+  let stopped = false;
+
+  const handleOne = async (msg: JsMsg): Promise<void> => {
+    const headers = flattenHeaders(msg.headers);
+    const heartbeat = setInterval(() => msg.working(), Math.max(1000, Math.floor(options.ackWaitMs / 3)));
+    try {
+      await tracer().startActiveSpan(
+        `consume ${bus.logicalSubject(msg.subject)}`,
+        { kind: SPAN_KIND_CONSUMER },
+        contextFromTraceHeaders(headers),
+        async (span) => {
+          try {
+            const dispatch = msg.json<jobEvents.JobDispatch>();
+            const outcome = await options.handle(dispatch, { deliveryCount: msg.info.deliveryCount });
+            if (outcome) msg.nak(outcome.retryAfterMs);
+            else await msg.ackAck().catch(() => msg.ack());
+          } catch (error) {
+            logger.warn({ err: error, deliveryCount: msg.info.deliveryCount }, "dispatch failed; it will be retried");
+            msg.nak(RETRY_DELAY_MS);
+          } finally {
+            span.end();
+          }
+        },
+      );
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  const slot = async (): Promise<void> => {
+    while (!stopped) {
+      let msg: JsMsg | null;
+      try {
+        msg = await consumer.next({ expires: FETCH_EXPIRES_MS });
+      } catch (error) {
+        if (stopped) return;
+        logger.warn({ err: error }, "fetching work failed; retrying");
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        continue;
+      }
+      if (!msg) continue;
+      if (stopped) {
+        msg.nak();
+        return;
+      }
+      await handleOne(msg);
+    }
+  };
+
+  const slots = Array.from({ length: options.concurrency }, () => slot());
+  return {
+    async stop() {
+      stopped = true;
+      await Promise.allSettled(slots);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { execFile } from "node:child_process";
+
+/** One stream of a probed file, in the shape `extract.metadata` returns. */
+export interface ProbedStream {
+  index: number;
+  type: string;
+  codec: string | null;
+  width: number | null;
+  height: number | null;
+  fps: number | null;
+  sampleRate: number | null;
+  channels: number | null;
+  durationMs: number | null;
+  bitRate: number | null;
+  language: string | null;
+}
+
+/** The ffprobe summary of a media file. */
+export interface MediaProbe {
+  format: { name: string; longName: string | null; durationMs: number | null; size: number | null; bitRate: number | null; tags: Record<string, string> };
+  streams: ProbedStream[];
+  /** Of the first video stream (null when there is none). */
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+  hasVideo: boolean;
+  hasAudio: boolean;
+}
+
+interface RawProbe {
+  format?: { format_name?: string; format_long_name?: string; duration?: string; size?: string; bit_rate?: string; tags?: Record<string, string> };
+  streams?: Array<{
+    index: number; codec_type?: string; codec_name?: string; width?: number; height?: number; avg_frame_rate?: string;
+    sample_rate?: string; channels?: number; duration?: string; bit_rate?: string; tags?: Record<string, string>;
+    disposition?: { attached_pic?: number };
+  }>;
+}
+
+const number = (value: string | number | undefined): number | null => {
+  const parsed = Number(value);
+  return value !== undefined && Number.isFinite(parsed) ? parsed : null;
+};
+const milliseconds = (seconds: string | undefined): number | null => {
+  const parsed = number(seconds);
+  return parsed === null ? null : Math.round(parsed * 1000);
+};
+const frameRate = (ratio: string | undefined): number | null => {
+  const [numerator, denominator] = (ratio ?? "").split("/").map(Number);
+  if (!numerator || !denominator) return null;
+  return Math.round((numerator / denominator) * 1000) / 1000;
+};
+
+/** Converts ffprobe's JSON into the summary; pure, so it is tested without files. */
+export function summarizeProbe(raw: RawProbe): MediaProbe {
+  const streams: ProbedStream[] = (raw.streams ?? []).map((stream) => ({
+    index: stream.index,
+    type: stream.codec_type ?? "unknown",
+    codec: stream.codec_name ?? null,
+    width: stream.width ?? null,
+    height: stream.height ?? null,
+    fps: stream.codec_type === "video" ? frameRate(stream.avg_frame_rate) : null,
+    sampleRate: number(stream.sample_rate),
+    channels: stream.channels ?? null,
+    durationMs: milliseconds(stream.duration),
+    bitRate: number(stream.bit_rate),
+    language: stream.tags?.language ?? null,
+  }));
+  const video = (raw.streams ?? []).find((stream) => stream.codec_type === "video" && !stream.disposition?.attached_pic);
+  const format = raw.format ?? {};
+  const durationMs = milliseconds(format.duration) ?? streams.find((stream) => stream.durationMs !== null)?.durationMs ?? null;
+  return {
+    format: {
+      name: format.format_name ?? "unknown",
+      longName: format.format_long_name ?? null,
+      durationMs,
+      size: number(format.size),
+      bitRate: number(format.bit_rate),
+      tags: format.tags ?? {},
+    },
+    streams,
+    width: video?.width ?? null,
+    height: video?.height ?? null,
+    durationMs,
+    hasVideo: video !== undefined,
+    hasAudio: streams.some((stream) => stream.type === "audio"),
+  };
+}
+
+/** Thrown when ffprobe cannot read a file as media. */
+export class NotMediaError extends Error {
+  override readonly name = "NotMediaError";
+}
+
+/**
+ * Runs ffprobe on a local file.
+ * @throws NotMediaError when ffprobe fails or finds no streams.
+ */
+export function probeMedia(path: string, timeoutMs = 30_000): Promise<MediaProbe> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "ffprobe",
+      ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path],
+      { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout) => {
+        if (error) return reject(new NotMediaError("ffprobe could not read the file"));
+        try {
+          const summary = summarizeProbe(JSON.parse(stdout) as RawProbe);
+          if (summary.streams.length === 0) return reject(new NotMediaError("no media streams found"));
+          resolve(summary);
+        } catch {
+          reject(new NotMediaError("ffprobe output was not readable"));
+        }
+      },
+    );
+  });
+}

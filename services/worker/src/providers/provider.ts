@@ -1,0 +1,48 @@
+import type { JobTypeName } from "@renderbus/job-types";
+import type { MediaProbe } from "../media/probe.js";
+
+/** What a provider gets to work with: validated params, downloaded inputs and their probes, a private temp dir. */
+export interface ProviderContext<Params> {
+  params: Params;
+  /** Local paths of the downloaded inputs, by input name. */
+  inputs: Record<string, string>;
+  /** ffprobe summaries of the media inputs, by input name. */
+  probes: Record<string, MediaProbe>;
+  workDir: string;
+  /** The plan's maximum run time. */
+  timeoutMs: number;
+  /** Aborted when the job is cancelled. */
+  signal: AbortSignal;
+  onSpawn?: (pid: number) => void;
+}
+
+/** The file a provider produced. */
+export interface ProviderOutput {
+  path: string;
+  extension: string;
+  contentType: string;
+  /** Result metadata the provider knows better than a probe of the output (QR sizes, metadata jobs). */
+  metadata?: { durationMs?: number | null; width?: number | null; height?: number | null };
+}
+
+/** One job type's implementation. */
+export interface Provider<Params = Record<string, unknown>> {
+  type: JobTypeName;
+  run(context: ProviderContext<Params>): Promise<ProviderOutput>;
+}
+
+/** An ffmpeg `scale` filter for optional width/height: both given is exact, one keeps the aspect ratio. */
+export function scaleFilter(width: number | undefined, height: number | undefined): string | undefined {
+  if (width === undefined && height === undefined) return undefined;
+  return `scale=${width ?? -2}:${height ?? -2}`;
+}
+
+/**
+ * A file path for use inside an ffmpeg filter graph. Filter graphs have two nested levels of escaping; rather than
+ * get them right for any path, the worker only ever passes paths it made itself (under its temp dir), and this
+ * refuses anything else.
+ */
+export function filterGraphPath(filePath: string): string {
+  if (!/^[A-Za-z0-9_./-]+$/.test(filePath)) throw new Error(`path not usable in a filter graph: ${filePath}`);
+  return filePath;
+}

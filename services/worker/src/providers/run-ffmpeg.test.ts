@@ -1,0 +1,60 @@
+import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { JobCancelledError, JobFailure } from "../job-failure.js";
+import { runFfmpeg, summarizeFfmpegError } from "./run-ffmpeg.js";
+
+// A source that would run for ten minutes in real time: only a kill ends it early.
+const ENDLESS = ["-re", "-f", "lavfi", "-i", "testsrc=duration=600:size=320x180:rate=25", "-f", "null", "-"];
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("runFfmpeg", () => {
+  it("kills a running ffmpeg within 2 seconds of a cancel", async () => {
+    const controller = new AbortController();
+    let pid = 0;
+    const run = runFfmpeg({ args: ENDLESS, workDir: tmpdir(), timeoutMs: 60_000, signal: controller.signal, onSpawn: (spawned) => { pid = spawned; } });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(isAlive(pid)).toBe(true);
+    const cancelledAt = Date.now();
+    controller.abort();
+    await expect(run).rejects.toBeInstanceOf(JobCancelledError);
+    expect(Date.now() - cancelledAt).toBeLessThan(2000);
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it("fails with PROVIDER_TIMEOUT when the plan's run time is exceeded", async () => {
+    const error = await runFfmpeg({ args: ENDLESS, workDir: tmpdir(), timeoutMs: 300, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(JobFailure);
+    expect(error).toMatchObject({ code: "PROVIDER_TIMEOUT", message: "the job exceeded the plan's maximum run time of 0 s" });
+  });
+
+  it("fails with PROVIDER_ERROR and the meaningful stderr line on a non-zero exit", async () => {
+    const error = await runFfmpeg({ args: ["-i", `${tmpdir()}/no-such-file.mp4`, "-f", "null", "-"], workDir: tmpdir(), timeoutMs: 10_000, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: "PROVIDER_ERROR" });
+    expect((error as Error).message).toContain("No such file or directory");
+    expect((error as Error).message).not.toContain(tmpdir());
+  });
+});
+
+describe("summarizeFfmpegError", () => {
+  it("keeps the last informative line without the job's directory or the component address", () => {
+    const lines = [
+      "[libx264 @ 0x55d0c0a1b2c0] width not divisible by 2 (641x360)",
+      "Error initializing output stream 0:0 -- Error while opening encoder for output stream #0:0 - maybe incorrect parameters such as bit_rate, rate, width or height",
+      "Conversion failed!",
+      "",
+    ];
+    expect(summarizeFfmpegError(lines, "/tmp/job-1")).toMatch(/^Error initializing output stream 0:0/);
+    expect(summarizeFfmpegError(["[h264 @ 0xabc] /tmp/job-1/input-source.mp4: Invalid data found when processing input"], "/tmp/job-1"))
+      .toBe("input-source.mp4: Invalid data found when processing input");
+    expect(summarizeFfmpegError([], "/tmp/job-1")).toBe("ffmpeg failed");
+    expect(summarizeFfmpegError(["x".repeat(1000)], "/tmp/job-1")).toHaveLength(300);
+  });
+});

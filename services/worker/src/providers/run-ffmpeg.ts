@@ -1,0 +1,93 @@
+import { spawn } from "node:child_process";
+import { JobCancelledError, JobFailure, providerError } from "../job-failure.js";
+
+/** After SIGTERM, how long ffmpeg gets before SIGKILL: cancellation must stop the process within 2 s. */
+export const KILL_GRACE_MS = 1500;
+
+const STDERR_LINES_KEPT = 20;
+// Lines that say that something failed without saying what.
+const UNINFORMATIVE = /^(conversion failed!?|exiting normally.*|error while filtering|svt\[info\].*|\s*)$/i;
+
+/**
+ * The line of ffmpeg's error output worth showing a customer: the last informative one, with the job's temp
+ * directory removed so no internal path leaks, and capped in length.
+ */
+export function summarizeFfmpegError(stderrLines: string[], workDir: string): string {
+  const informative = stderrLines.map((line) => line.trim()).filter((line) => !UNINFORMATIVE.test(line));
+  const line = informative.at(-1) ?? "ffmpeg failed";
+  const cleaned = line.split(`${workDir}/`).join("").split(workDir).join("").replace(/^\[[^\]]+ @ 0x[0-9a-f]+\]\s*/, "");
+  return cleaned.length > 300 ? `${cleaned.slice(0, 297)}...` : cleaned;
+}
+
+export interface RunFfmpegOptions {
+  args: string[];
+  /** Working directory; also stripped from error messages. */
+  workDir: string;
+  /** The plan's maximum run time. */
+  timeoutMs: number;
+  /** Aborted when the job is cancelled. */
+  signal: AbortSignal;
+  /** Called with the process id once spawned (tests check the process is gone after a cancel). */
+  onSpawn?: (pid: number) => void;
+  command?: string;
+}
+
+/**
+ * Runs ffmpeg to completion. Only errors are logged by ffmpeg (`-loglevel error`), and only the last lines are
+ * kept, so a long job cannot fill memory with progress output.
+ * @throws JobFailure PROVIDER_ERROR (non-zero exit, with the last meaningful stderr line) or PROVIDER_TIMEOUT;
+ *   JobCancelledError when `signal` fires (the process is sent SIGTERM, then SIGKILL after KILL_GRACE_MS).
+ */
+export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command = "ffmpeg" }: RunFfmpegOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new JobCancelledError());
+    const child = spawn(command, ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", ...args], {
+      cwd: workDir,
+      stdio: ["ignore", "ignore", "pipe"],
+      // SVT-AV1 logs to stderr on its own; 1 = errors only.
+      env: { ...process.env, SVT_LOG: "1" },
+    });
+    const lines: string[] = [];
+    let partial = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk: string) => {
+      const parts = (partial + chunk).split(/\r?\n|\r/);
+      partial = parts.pop() ?? "";
+      lines.push(...parts);
+      if (lines.length > STDERR_LINES_KEPT) lines.splice(0, lines.length - STDERR_LINES_KEPT);
+    });
+
+    let stopReason: "timeout" | "cancelled" | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = (reason: "timeout" | "cancelled") => {
+      if (stopReason || child.exitCode !== null) return;
+      stopReason = reason;
+      child.kill("SIGTERM");
+      killTimer = setTimeout(() => child.kill("SIGKILL"), KILL_GRACE_MS);
+    };
+    const onAbort = () => stop("cancelled");
+    signal.addEventListener("abort", onAbort, { once: true });
+    const runTimer = setTimeout(() => stop("timeout"), timeoutMs);
+
+    child.once("spawn", () => {
+      if (child.pid !== undefined) onSpawn?.(child.pid);
+    });
+    child.once("error", (error) => {
+      clearTimeout(runTimer);
+      signal.removeEventListener("abort", onAbort);
+      reject(providerError(`could not start ffmpeg (${(error as NodeJS.ErrnoException).code ?? error.message})`));
+    });
+    child.once("close", (code) => {
+      clearTimeout(runTimer);
+      clearTimeout(killTimer);
+      signal.removeEventListener("abort", onAbort);
+      if (stopReason === "cancelled") return reject(new JobCancelledError());
+      if (stopReason === "timeout") {
+        return reject(new JobFailure("PROVIDER_TIMEOUT", `the job exceeded the plan's maximum run time of ${Math.round(timeoutMs / 1000)} s`));
+      }
+      if (code === 0) return resolve();
+      if (partial) lines.push(partial);
+      reject(providerError(summarizeFfmpegError(lines, workDir)));
+    });
+  });
+}

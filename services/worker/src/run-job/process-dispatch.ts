@@ -1,0 +1,150 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Dispatcher } from "undici";
+import type { auth, jobEvents, jobs } from "@renderbus/contracts";
+import { AppError } from "@renderbus/errors";
+import { isJobTypeName, JOB_TYPES, priceOf, type JobTypeName } from "@renderbus/job-types";
+import type { PromiseClient } from "@renderbus/rpc";
+import { signOutputUrl, type OutputStore } from "@renderbus/storage";
+import type { Logger } from "@renderbus/telemetry";
+import { JobCancelledError, JobFailure, providerError } from "../job-failure.js";
+import { downloadInputs } from "./download-inputs.js";
+import { estimateOutput } from "./estimate-output.js";
+import { measureOutput } from "./output-metadata.js";
+import { runProvider } from "./run-provider.js";
+
+/** What processing a dispatch needs from the outside world. */
+export interface JobRunnerDeps {
+  jobs: PromiseClient<jobs.JobsClient>;
+  billing: PromiseClient<auth.BillingClient>;
+  outputs: OutputStore;
+  /** undici dispatcher for input downloads (the SSRF-guarded one in production). */
+  inputAgent: Dispatcher;
+  logger: Logger;
+  workerId: string;
+  publicUrl: string;
+  outputSigningSecret: string;
+  outputRetentionMs: number;
+  inputFetchTimeoutMs: number;
+  /** Used when a work message carries no limits (older producers). */
+  fallbackLimits: { maxRunSeconds: number; maxInputBytes: number };
+}
+
+/** How processing ended; the caller acks in every case (the outcome is recorded by the jobs service). */
+export type DispatchOutcome = "completed" | "failed" | "cancelled";
+
+async function reportFailure(deps: JobRunnerDeps, jobId: string, failure: JobFailure): Promise<DispatchOutcome> {
+  try {
+    await deps.jobs.failJob({ jobId, error: { code: failure.code, message: failure.message } });
+  } catch (error) {
+    // CONFLICT: the job already ended (cancelled meanwhile, or a report from an earlier delivery landed).
+    if (!(error instanceof AppError && error.code === "CONFLICT")) throw error;
+  }
+  return "failed";
+}
+
+/**
+ * Runs one job end to end: download and probe the inputs, reserve the estimated credits, tell the jobs service the
+ * job started, run the provider, store the output, and report completion with the actual cost, or the failure.
+ * Reports are idempotent, so running a redelivered message again after a crash is safe.
+ * @throws for transient trouble (a dependency unreachable): the caller naks and the message is retried.
+ */
+export async function processDispatch(
+  dispatch: jobEvents.JobDispatch,
+  deps: JobRunnerDeps,
+  signal: AbortSignal,
+  hooks: { onSpawn?: (pid: number) => void } = {},
+): Promise<DispatchOutcome> {
+  const { jobId, orgId } = dispatch;
+  const log = deps.logger.child({ jobId, orgId, jobType: dispatch.type });
+  if (!isJobTypeName(dispatch.type)) return reportFailure(deps, jobId, providerError(`unknown job type ${dispatch.type}`));
+  const type: JobTypeName = dispatch.type;
+  const limits = {
+    maxRunSeconds: dispatch.limits?.maxRunSeconds || deps.fallbackLimits.maxRunSeconds,
+    maxInputBytes: dispatch.limits?.maxInputBytes || deps.fallbackLimits.maxInputBytes,
+  };
+  const workDir = await mkdtemp(path.join(tmpdir(), "renderbus-job-"));
+  try {
+    const inputUrls = Object.fromEntries(
+      Object.entries(dispatch.inputs ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[1] !== ""),
+    );
+    const { inputs, probes } = await downloadInputs({
+      urls: inputUrls,
+      workDir,
+      maxBytes: limits.maxInputBytes,
+      timeoutMs: deps.inputFetchTimeoutMs,
+      agent: deps.inputAgent,
+      signal,
+    });
+    if (signal.aborted) throw new JobCancelledError();
+
+    const estimate = priceOf(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes));
+    try {
+      await deps.billing.reserveCredits({ orgId, jobId, credits: estimate.credits });
+    } catch (error) {
+      if (error instanceof AppError && error.code === "INSUFFICIENT_CREDITS") {
+        throw new JobFailure("INSUFFICIENT_CREDITS", `The job needs about ${estimate.credits} credits (${estimate.breakdown}); the balance is too low`);
+      }
+      throw error;
+    }
+    try {
+      await deps.jobs.startJob({ jobId, workerId: deps.workerId });
+    } catch (error) {
+      if (error instanceof AppError && error.code === "CONFLICT") throw new JobCancelledError();
+      throw error;
+    }
+    log.info({ estimate: estimate.credits }, "job started");
+
+    const output = await runProvider(type, {
+      params: dispatch.params ?? {},
+      inputs,
+      probes,
+      workDir,
+      timeoutMs: limits.maxRunSeconds * 1000,
+      signal,
+      onSpawn: hooks.onSpawn,
+    });
+    const outputKey = `${orgId}/${jobId}/output.${output.extension}`;
+    const { size } = await deps.outputs.put(outputKey, output.path, output.contentType);
+    const metadata = await measureOutput(type, output, size).catch(() => {
+      throw providerError("the provider produced an unreadable output");
+    });
+    const cost = priceOf({ output: JOB_TYPES[type].output, durationMs: metadata.durationMs, height: metadata.height });
+    const url = signOutputUrl({ publicUrl: deps.publicUrl, key: outputKey, expiresAt: Date.now() + deps.outputRetentionMs, secret: deps.outputSigningSecret });
+    try {
+      await deps.jobs.completeJob({
+        jobId,
+        result: {
+          url,
+          outputKey,
+          contentType: output.contentType,
+          metadata: {
+            durationMs: metadata.durationMs ?? undefined,
+            width: metadata.width ?? undefined,
+            height: metadata.height ?? undefined,
+            fileSize: metadata.fileSize,
+          },
+        },
+        cost,
+      });
+    } catch (error) {
+      if (error instanceof AppError && error.code === "CONFLICT") return "cancelled";
+      throw error;
+    }
+    log.info({ credits: cost.credits, fileSize: size }, "job completed");
+    return "completed";
+  } catch (error) {
+    if (error instanceof JobCancelledError) {
+      log.info("job cancelled; provider stopped");
+      return "cancelled";
+    }
+    if (error instanceof JobFailure) {
+      log.info({ code: error.code, reason: error.message }, "job failed");
+      return reportFailure(deps, jobId, error);
+    }
+    throw error;
+  } finally {
+    await rm(workDir, { recursive: true, force: true }).catch((error: unknown) => log.warn({ err: error }, "could not remove the job's temp dir"));
+  }
+}

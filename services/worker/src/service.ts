@@ -1,0 +1,131 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { Bus, STREAMS } from "@renderbus/bus";
+import { auth, jobs, type jobEvents } from "@renderbus/contracts";
+import { AppError } from "@renderbus/errors";
+import { createRpcClient } from "@renderbus/rpc";
+import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
+import type { Logger } from "@renderbus/telemetry";
+import type { WorkerConfig } from "./config.js";
+import { consumeDispatches } from "./dispatch/consume-dispatches.js";
+import { RunningJobs } from "./dispatch/running-jobs.js";
+import { createInputAgent } from "./fetch-input/guarded-agent.js";
+import { providerError } from "./job-failure.js";
+import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
+
+/** Deliveries of one dispatch after which a job that keeps crashing the worker is failed instead of retried. */
+export const MAX_ATTEMPTS = 5;
+
+const OUTPUT_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+export interface WorkerService {
+  workerId: string;
+  /** Stops taking work; jobs in progress are stopped and handed back to the queue for another replica. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerServiceOptions {
+  logger: Logger;
+  /** Replaces the local directory store (tests, other backends). */
+  outputs?: OutputStore;
+  /** Called with each ffmpeg process id (tests check that a cancelled job's process is gone). */
+  onProviderSpawn?: (jobId: string, pid: number) => void;
+}
+
+/**
+ * Starts the provider runner: pulls `jobs.dispatch.>` work from the shared `workers` durable, runs each job, and
+ * stops a job's ffmpeg when `jobs.events.job.cancelled` names it.
+ */
+export async function startWorkerService(config: WorkerConfig, options: WorkerServiceOptions): Promise<WorkerService> {
+  const { logger } = options;
+  const workerId = config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const bus = await Bus.connect({ url: config.NATS_URL, name: `worker-${workerId}`, namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
+  await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents]);
+  const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS);
+  const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS);
+  const inputAgent = createInputAgent({ allowPrivateAddresses: config.MODE !== "production", connectTimeoutMs: 10_000 });
+  const deps: JobRunnerDeps = {
+    jobs: jobsClient,
+    billing: billingClient,
+    outputs: options.outputs ?? createLocalOutputStore(config.OUTPUT_DIR),
+    inputAgent,
+    logger,
+    workerId,
+    publicUrl: config.PUBLIC_URL,
+    outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
+    outputRetentionMs: config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000,
+    inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
+    // The free plan's limits (SPEC section 2), for a work message without limits.
+    fallbackLimits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024 },
+  };
+  const running = new RunningJobs();
+
+  // Outputs outlive their download links by nothing: once the retention period is over, the files go too.
+  const retentionMs = config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000;
+  const pruneOutputs = () => {
+    deps.outputs.deleteStoredBefore?.(Date.now() - retentionMs).then(
+      (deleted) => deleted > 0 && logger.info({ deleted }, "expired outputs deleted"),
+      (error: unknown) => logger.warn({ err: error }, "deleting expired outputs failed"),
+    );
+  };
+  const pruneTimer = setInterval(pruneOutputs, OUTPUT_PRUNE_INTERVAL_MS);
+  pruneTimer.unref();
+  pruneOutputs();
+  let shuttingDown = false;
+
+  // Core NATS sees JetStream publishes too; a missed cancel is covered by StartJob/CompleteJob answering CONFLICT.
+  const unlisten = bus.listen<{ jobId?: string }>("jobs.events.job.cancelled", (event) => {
+    if (event?.jobId && running.cancel(event.jobId)) logger.info({ jobId: event.jobId }, "cancel received; stopping provider");
+  });
+
+  const consumer = await consumeDispatches({
+    bus,
+    logger,
+    concurrency: config.WORKER_CONCURRENCY,
+    ackWaitMs: config.WORKER_ACK_WAIT_MS,
+    async handle(dispatch: jobEvents.JobDispatch, { deliveryCount }) {
+      if (!dispatch?.jobId || !dispatch.orgId) {
+        logger.error({ dispatch }, "malformed dispatch message dropped");
+        return;
+      }
+      const signal = running.start(dispatch.jobId);
+      try {
+        const outcome = await processDispatch(dispatch, deps, signal, {
+          onSpawn: (pid) => options.onProviderSpawn?.(dispatch.jobId, pid),
+        });
+        // A shutdown stops jobs through the same signal: give the job back to the queue at once.
+        if (outcome === "cancelled" && shuttingDown) return { retryAfterMs: 0 };
+        return;
+      } catch (error) {
+        if (deliveryCount >= MAX_ATTEMPTS && !(error instanceof AppError && error.code === "SERVICE_UNAVAILABLE")) {
+          logger.error({ err: error, jobId: dispatch.jobId }, "job failed repeatedly; reporting it failed");
+          await jobsClient.failJob({ jobId: dispatch.jobId, error: { code: "PROVIDER_ERROR", message: providerError("the worker could not run the job").message } })
+            .catch((reportError: unknown) => {
+              if (!(reportError instanceof AppError && reportError.code === "CONFLICT")) throw reportError;
+            });
+          return;
+        }
+        throw error;
+      } finally {
+        running.finish(dispatch.jobId);
+      }
+    },
+  });
+  logger.info({ workerId, concurrency: config.WORKER_CONCURRENCY, mode: config.MODE }, "worker started");
+
+  return {
+    workerId,
+    async stop() {
+      shuttingDown = true;
+      clearInterval(pruneTimer);
+      const stopping = consumer.stop();
+      running.cancelAll();
+      await stopping;
+      unlisten();
+      await bus.close();
+      jobsClient.close();
+      billingClient.close();
+      await inputAgent.close();
+    },
+  };
+}

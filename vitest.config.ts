@@ -1,0 +1,40 @@
+import { defineConfig } from 'vitest/config';
+
+/** Where tests live: beside the code in libs and services, plus services' own test/ folders. */
+const testRoots = ['libs/*/src/**', 'services/*/src/**', 'services/*/test/**', 'e2e', 'deploy', 'bench'];
+
+/** Tests that talk to real PostgreSQL / NATS / Redis; everything else is a unit test. */
+const integrationSuffixes = ['.int.test.ts', '.e2e.test.ts'];
+
+/** Per-project settings (projects do not inherit the root `test` options unless they `extends` it). */
+const shared = {
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+  pool: 'forks',
+} as const;
+
+export default defineConfig({
+  test: {
+    ...shared,
+    // Runs once per `vitest` invocation in the root project; it skips starting servers when only `unit` runs.
+    globalSetup: ['libs/testing/src/global-setup.ts'],
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'unit',
+          include: testRoots.map((root) => `${root}/*.test.ts`),
+          exclude: ['**/node_modules/**', ...integrationSuffixes.map((suffix) => `**/*${suffix}`)],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'integration',
+          include: testRoots.flatMap((root) => integrationSuffixes.map((suffix) => `${root}/*${suffix}`)),
+          exclude: ['**/node_modules/**'],
+        },
+      },
+    ],
+  },
+});
