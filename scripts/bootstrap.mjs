@@ -58,9 +58,10 @@ function listDirs(parent) {
 
 /** Which npm command to run, or undefined when node_modules is up to date. */
 function planInstall() {
-  if (!existsSync(nodeModules)) {
-    return existsSync(lockfile) ? { args: ['ci'], reason: 'node_modules is missing' } : { args: ['install'], reason: 'node_modules is missing' };
-  }
+  // Not `npm ci`: the registry these machines use lacks the other platforms' optional packages (for example
+  // @bufbuild/buf-darwin-arm64), so the lockfile `npm install` writes here never lists them and `npm ci` refuses
+  // it as out of sync. `npm install` still installs the exact versions the lockfile pins.
+  if (!existsSync(nodeModules)) return { args: ['install'], reason: 'node_modules is missing' };
   if (!existsSync(installMarker)) return { args: ['install'], reason: 'node_modules was not installed by npm' };
   const installedAt = mtimeMs(installMarker);
   const changed = [lockfile, ...manifests()].filter((file) => mtimeMs(file) > installedAt);
