@@ -1,7 +1,19 @@
 import { defineConfig } from 'vitest/config';
 
 /** Where tests live: beside the code in libs and services, plus services' own test/ folders. */
-const testRoots = ['libs/*/src/**', 'services/*/src/**', 'services/*/test/**', 'e2e', 'deploy', 'bench'];
+const testRoots = [
+  'libs/*/src/**',
+  'services/*/src/**',
+  'services/*/test/**',
+  'packages/*/src/**',
+  'packages/*/test/**',
+  'apps/*/test/**',
+  'examples/*/src/**',
+  'e2e/**',
+  'deploy',
+  'docs',
+  'bench',
+];
 
 /** Tests that talk to real PostgreSQL / NATS / Redis; everything else is a unit test. */
 const integrationSuffixes = ['.int.test.ts', '.e2e.test.ts'];
