@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { ensureLocalInfra, startSystem, type LocalInfra, type RunningSystem, type ServiceName } from "@renderbus/testing";
+import { ensureFfmpeg, ensureLocalInfra, startSystem, type LocalInfra, type RunningSystem, type ServiceName } from "@renderbus/testing";
 
 const repoRoot = join(import.meta.dirname, "..");
 
@@ -33,6 +33,8 @@ export interface BenchEnvironment {
 /** `extraEnv` goes to every service (e.g. NODE_OPTIONS with --cpu-prof for `--profile`). */
 export async function startBenchEnvironment(log: (line: string) => void, extraEnv: Record<string, string> = {}): Promise<BenchEnvironment> {
   const infra = await ensureLocalInfra({ persistent: false, dataDir: join(repoRoot, ".data", "bench"), log });
+  // The worker runs ffmpeg; a fresh machine may not have it yet (benchmarks run without `npm test` before them).
+  await ensureFfmpeg(log);
   const databaseUrl = await createDatabase(infra.databaseUrl);
   const namespace = `bench${randomBytes(4).toString("hex")}`;
   const outputDir = await mkdtemp(join(tmpdir(), "rb-bench-out-"));

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>]`: starts the whole system on fresh infrastructure, runs every
+ * `npm run bench [-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>]`: starts the whole system on fresh infrastructure, runs every
  * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
  */
 import { readFile, writeFile, mkdir } from "node:fs/promises";
@@ -24,7 +24,9 @@ import { renderMarkdown, type BenchReport } from "./report.js";
 import type { BenchmarkResult } from "./result.js";
 
 const repoRoot = resolve(import.meta.dirname, "..");
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" } } });
+const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" } } });
+// --only webhooks,queued-to-running: runs just those benchmarks (while working on one path); the report says so.
+const only = args.only ? new Set(args.only.split(",")) : undefined;
 const sizes = benchSizes(args.quick ?? false);
 const outDir = resolve(args.out ?? join(repoRoot, "docs"));
 const startedAt = Date.now();
@@ -65,6 +67,7 @@ async function main(): Promise<number> {
     sampler.start();
 
     const run = async (id: string, benchmark: () => Promise<BenchmarkResult | BenchmarkResult[]>) => {
+      if (only && !only.has(id)) return;
       log(`benchmark ${id}`);
       try {
         const result = await benchmark();

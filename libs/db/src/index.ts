@@ -6,3 +6,4 @@ export * from "./read-stream.js";
 export * from "./read-all.js";
 export * from "./outbox.js";
 export * from "./outbox-relay.js";
+export * from "./group-commit.js";

@@ -74,4 +74,10 @@ export const migrations: Migrations = {
       await createEventStoreTables(db, "dispatcher");
     },
   },
+  "2026-11-23-002-delivery-trace-context": {
+    async up(db: Kysely<any>) {
+      // Trace context of the causing event, so retries minutes later (on any replica) join the job's trace.
+      await sql`alter table deliveries add column trace_headers text`.execute(db);
+    },
+  },
 };

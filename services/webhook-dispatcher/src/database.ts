@@ -1,3 +1,4 @@
+import type { ColumnType } from "kysely";
 import type { EventStoreTables } from "@renderbus/db";
 
 /** Delivery states (SPEC section 6: pending, succeeded, failed). */
@@ -30,6 +31,8 @@ export interface DispatcherTables extends EventStoreTables {
     event_at: number;
     first_attempt_at: number | null;
     created_at: number;
+    /** W3C trace context (JSON) of the job event that caused the delivery: every attempt is a span of that trace. */
+    trace_headers: ColumnType<string | null, string | null | undefined, string | null>;
   };
   delivery_attempts: {
     delivery_id: string;

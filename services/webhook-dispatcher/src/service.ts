@@ -1,10 +1,9 @@
-import { createServer, type Server } from "node:http";
 import { sql } from "kysely";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, authEvents, webhooks } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, startOutboxRelay } from "@renderbus/db";
 import { createRpcClient, createRpcServer } from "@renderbus/rpc";
-import type { Logger } from "@renderbus/telemetry";
+import { registerGaugeReader, startMetricsServer, type Logger } from "@renderbus/telemetry";
 import { migrations } from "../migrations/index.js";
 import type { DispatcherConfig } from "./config.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "./database.js";
@@ -21,6 +20,8 @@ export interface DispatcherService {
   /** Port of the Prometheus `/metrics` endpoint, when METRICS_PORT is set. */
   metricsPort: number | undefined;
   metrics: DispatcherMetrics;
+  /** Served by runService on WEBHOOK_DISPATCHER_METRICS_PORT when METRICS_PORT is not set. */
+  metricsRegistry: DispatcherMetrics["registry"];
   /** Stops taking events, aborts attempts in flight (their deliveries stay due), drains the outbox, closes. */
   stop(): Promise<void>;
 }
@@ -78,6 +79,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
     leaseMs,
   });
   const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
+  registerGaugeReader(metrics.registry, { name: "outbox_backlog", help: "Committed events not yet published to JetStream" }, () => relay.backlog());
   const consumer = await startJobEventsConsumer({
     bus,
     db,
@@ -92,26 +94,16 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
   rpc.add(webhooks.WebhooksService, webhooksRpc({ db, targets, sender, leaseMs }));
   const grpcPort = await rpc.listen(config.WEBHOOKS_GRPC_PORT, config.WEBHOOKS_GRPC_HOST);
 
-  let metricsServer: Server | undefined;
-  let metricsPort: number | undefined;
-  if (config.METRICS_PORT !== undefined) {
-    metricsServer = createServer((request, response) => {
-      if (request.url !== "/metrics") return void response.writeHead(404).end();
-      metrics.registry.metrics().then(
-        (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
-        () => response.writeHead(500).end(),
-      );
-    });
-    metricsPort = await new Promise<number>((resolve) =>
-      metricsServer!.listen(config.METRICS_PORT, "127.0.0.1", () => resolve((metricsServer!.address() as { port: number }).port)),
-    );
-  }
+  // Served on every interface so Prometheus can scrape the pod; METRICS_PORT unset disables it.
+  const metricsServer = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(metrics.registry, config.METRICS_PORT);
+  const metricsPort = metricsServer?.port;
   logger.info({ grpcPort, metricsPort }, "webhook dispatcher started");
 
   return {
     grpcPort,
     metricsPort,
     metrics,
+    metricsRegistry: metrics.registry,
     async stop() {
       await rpc.shutdown(2000);
       await consumer.stop();
@@ -122,7 +114,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
       await bus.close();
       authClient.close();
       await agent.close().catch(() => undefined);
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+      await metricsServer?.close();
       await database.close();
     },
   };

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
-import { enqueueOutbox } from "@renderbus/db";
+import { enqueueOutbox, type OutboxMessage } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
+import { currentTraceHeaders } from "@renderbus/telemetry";
 import type { webhooks } from "@renderbus/contracts";
 import type { DeliveryStatus, DispatcherTables } from "../database.js";
 
@@ -28,41 +29,58 @@ export interface NewDelivery {
  * the same source event exists already (a redelivered event creates nothing new).
  */
 export async function insertDelivery(trx: Trx, delivery: NewDelivery, now = Date.now(), { queued = true } = {}): Promise<DeliveryRow | undefined> {
-  const row = await trx
+  const [row] = await insertDeliveries(trx, [delivery], now, { queued });
+  return row;
+}
+
+/** insertDelivery for many deliveries in one statement; the result is in input order. */
+export async function insertDeliveries(trx: Trx, deliveries: NewDelivery[], now = Date.now(), { queued = true } = {}): Promise<Array<DeliveryRow | undefined>> {
+  if (deliveries.length === 0) return [];
+  const rows = await trx
     .insertInto("deliveries")
-    .values({
-      id: newId("del"),
-      org_id: delivery.orgId,
-      event: delivery.event,
-      source_event_id: delivery.sourceEventId,
-      job_id: delivery.jobId,
-      batch_id: delivery.batchId,
-      url: delivery.url,
-      body: delivery.body,
-      status: "pending",
-      attempts: 0,
-      chain_attempts: 0,
-      next_attempt_at: queued ? now : null,
-      lease_until: null,
-      lease_token: null,
-      last_attempt_at: null,
-      last_response_status: null,
-      last_error: null,
-      event_at: delivery.eventAt,
-      first_attempt_at: null,
-      created_at: now,
-    })
+    .values(
+      deliveries.map((delivery) => ({
+        id: newId("del"),
+        org_id: delivery.orgId,
+        event: delivery.event,
+        source_event_id: delivery.sourceEventId,
+        job_id: delivery.jobId,
+        batch_id: delivery.batchId,
+        url: delivery.url,
+        body: delivery.body,
+        status: "pending" as const,
+        attempts: 0,
+        chain_attempts: 0,
+        next_attempt_at: queued ? now : null,
+        lease_until: null,
+        lease_token: null,
+        last_attempt_at: null,
+        last_response_status: null,
+        last_error: null,
+        event_at: delivery.eventAt,
+        first_attempt_at: null,
+        created_at: now,
+      })),
+    )
     .onConflict((conflict) => conflict.column("source_event_id").doNothing())
     .returningAll()
-    .executeTakeFirst();
-  if (!row) return undefined;
-  await announce(trx, row, now);
+    .execute();
+  if (rows.length === 0) return deliveries.map(() => undefined);
+  await enqueueOutbox(trx, rows.map((row) => deliveryUpdatedMessage(row, now)), now);
   if (queued) await notifyDue(trx);
-  return row;
+  if (deliveries.length === 1) return rows;
+  // Several rows are matched to their inputs by source event id (unique), so batched deliveries must carry one.
+  const bySource = new Map(rows.map((row) => [row.source_event_id, row]));
+  return deliveries.map((delivery) => (delivery.sourceEventId === null ? undefined : bySource.get(delivery.sourceEventId)));
 }
 
 /** Queues a DeliveryUpdated for the outbox relay (the jobs service projects it onto the job record). */
 export async function announce(trx: Trx, row: DeliveryRow, now = Date.now()): Promise<void> {
+  await enqueueOutbox(trx, [deliveryUpdatedMessage(row, now)], now);
+}
+
+/** The outbox message announcing a delivery's state; `traceHeaders` carry the attempt's own trace in a batch. */
+function deliveryUpdatedMessage(row: DeliveryRow, now: number, traceHeaders: Record<string, string> = {}): OutboxMessage {
   const body: webhooks.DeliveryUpdated = {
     deliveryId: row.id,
     orgId: row.org_id,
@@ -76,14 +94,12 @@ export async function announce(trx: Trx, row: DeliveryRow, now = Date.now()): Pr
     ...(row.last_error !== null ? { lastError: row.last_error } : {}),
     occurredAt: now,
   };
-  await enqueueOutbox(trx, [
-    {
-      messageId: newId("evt"),
-      subject: "webhooks.events.delivery.updated",
-      body,
-      headers: { "Rb-Event-Type": "delivery.updated", "Rb-Org-Id": row.org_id },
-    },
-  ], now);
+  return {
+    messageId: newId("evt"),
+    subject: "webhooks.events.delivery.updated",
+    body,
+    headers: { ...traceHeaders, "Rb-Event-Type": "delivery.updated", "Rb-Org-Id": row.org_id },
+  };
 }
 
 /** Wakes sleeping senders in every replica once the transaction commits. */
@@ -162,49 +178,77 @@ export interface RecordedAttempt {
   url: string;
 }
 
+export interface AttemptToRecord {
+  deliveryId: string;
+  leaseToken: string;
+  attempt: RecordedAttempt;
+  /** The attempt's trace context, carried by its DeliveryUpdated event (batches mix attempts of many traces). */
+  traceHeaders?: Record<string, string>;
+}
+
 /**
- * Stores an attempt and the delivery's new state, and announces it, in one transaction. Returns undefined when the
- * lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins.
+ * Stores attempts and their deliveries' new state, and announces them, in one transaction (the sender batches
+ * attempts that finish together: see GroupCommit). Returns, per attempt in order, the delivery's new row, or
+ * undefined when the lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins.
  */
-export async function recordAttempt(db: Db, deliveryId: string, leaseToken: string, attempt: RecordedAttempt, now = Date.now()): Promise<DeliveryRow | undefined> {
+export async function recordAttempts(db: Db, attempts: AttemptToRecord[], now = Date.now()): Promise<Array<DeliveryRow | undefined>> {
+  if (attempts.length === 0) return [];
+  const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
   return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .updateTable("deliveries")
-      .set((eb) => ({
-        attempts: attempt.attempt,
-        chain_attempts: eb("chain_attempts", "+", 1),
-        status: attempt.status,
-        next_attempt_at: attempt.nextAttemptAt,
-        lease_until: null,
-        lease_token: null,
-        url: attempt.url,
-        last_attempt_at: attempt.startedAt,
-        last_response_status: attempt.responseStatus,
-        last_error: attempt.error,
-        first_attempt_at: eb.fn.coalesce("first_attempt_at", eb.val(attempt.startedAt)),
-      }))
-      .where("id", "=", deliveryId)
-      .where("lease_token", "=", leaseToken)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) return undefined;
+    const updated = await sql<DeliveryRow>`
+      update deliveries d set
+        attempts = v.attempt,
+        chain_attempts = d.chain_attempts + 1,
+        status = v.status,
+        next_attempt_at = v.next_attempt_at,
+        lease_until = null,
+        lease_token = null,
+        url = v.url,
+        last_attempt_at = v.started_at,
+        last_response_status = v.response_status,
+        last_error = v.error,
+        first_attempt_at = coalesce(d.first_attempt_at, v.started_at)
+      from unnest(
+        ${column((a) => a.deliveryId)}::text[],
+        ${column((a) => a.leaseToken)}::text[],
+        ${column((a) => a.attempt.attempt)}::int[],
+        ${column((a) => a.attempt.status)}::text[],
+        ${column((a) => a.attempt.nextAttemptAt)}::bigint[],
+        ${column((a) => a.attempt.url)}::text[],
+        ${column((a) => a.attempt.startedAt)}::bigint[],
+        ${column((a) => a.attempt.responseStatus)}::int[],
+        ${column((a) => a.attempt.error)}::text[]
+      ) as v(id, lease_token, attempt, status, next_attempt_at, url, started_at, response_status, error)
+      where d.id = v.id and d.lease_token = v.lease_token
+      returning d.*`.execute(trx);
+    const byId = new Map(updated.rows.map((row) => [row.id, row]));
+    const kept = attempts.filter((a) => byId.has(a.deliveryId));
+    if (kept.length === 0) return attempts.map(() => undefined);
     await trx
       .insertInto("delivery_attempts")
-      .values({
-        delivery_id: deliveryId,
-        attempt: attempt.attempt,
-        started_at: attempt.startedAt,
-        response_status: attempt.responseStatus,
-        error: attempt.error,
-        latency_ms: attempt.latencyMs,
-        response_excerpt: attempt.responseExcerpt,
-      })
+      .values(
+        kept.map((a) => ({
+          delivery_id: a.deliveryId,
+          attempt: a.attempt.attempt,
+          started_at: a.attempt.startedAt,
+          response_status: a.attempt.responseStatus,
+          error: a.attempt.error,
+          latency_ms: a.attempt.latencyMs,
+          response_excerpt: a.attempt.responseExcerpt,
+        })),
+      )
       .onConflict((conflict) => conflict.columns(["delivery_id", "attempt"]).doNothing())
       .execute();
-    await announce(trx, row, now);
-    if (row.next_attempt_at !== null) await notifyDue(trx);
-    return row;
+    await enqueueOutbox(trx, kept.map((a) => deliveryUpdatedMessage(byId.get(a.deliveryId)!, now, a.traceHeaders)), now);
+    if (updated.rows.some((row) => row.next_attempt_at !== null)) await notifyDue(trx);
+    return attempts.map((a) => byId.get(a.deliveryId));
   });
+}
+
+/** Stores one attempt (see recordAttempts). */
+export async function recordAttempt(db: Db, deliveryId: string, leaseToken: string, attempt: RecordedAttempt, now = Date.now()): Promise<DeliveryRow | undefined> {
+  const [row] = await recordAttempts(db, [{ deliveryId, leaseToken, attempt }], now);
+  return row;
 }
 
 /** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */

@@ -3,10 +3,11 @@ import { STREAMS, type Bus, type BusMessage, type ConsumerHandle } from "@render
 import type { jobEvents } from "@renderbus/contracts";
 import type { Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
-import { insertDelivery } from "../deliveries/delivery.repository.js";
+import { GroupCommit } from "@renderbus/db";
+import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "../deliveries/payloads.js";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
-import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
+import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
 
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
@@ -71,10 +72,59 @@ export function planForJobEvent(subject: string, data: unknown): Plan | undefine
   }
 }
 
+/** An event ready to be written: its plan and, when it owes a webhook, the org's target. */
+interface PlannedEvent {
+  eventId: string;
+  plan: Plan;
+  target: WebhookTarget | undefined;
+}
+
 /**
- * Turns job events into deliveries and batch progress. Each event is handled in one transaction guarded by
- * `processed_events`, then acked; a crash before the ack redelivers it and the guard makes the repeat a no-op.
- * The batch-completion check runs after that commit, on every delivery of the event (see completeBatchIfDone).
+ * Writes planned events in one transaction: each is guarded by `processed_events` (a redelivered event writes
+ * nothing), then batch progress and deliveries. Returns, per event, whether a delivery was created.
+ */
+async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedEvent[]): Promise<boolean[]> {
+  return db.transaction().execute(async (trx) => {
+    const now = Date.now();
+    const fresh = new Set(
+      (
+        await trx
+          .insertInto("processed_events")
+          .values(events.map((event) => ({ event_id: event.eventId, processed_at: now })))
+          .onConflict((conflict) => conflict.column("event_id").doNothing())
+          .returning("event_id")
+          .execute()
+      ).map((row) => row.event_id),
+    );
+    const deliveries: NewDelivery[] = [];
+    for (const { eventId, plan, target } of events) {
+      if (!fresh.has(eventId)) continue;
+      // A batch's events are few next to its jobs' events: these stay one statement each.
+      if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
+      if (plan.terminal) await recordTerminalJob(trx, plan.terminal);
+      if (plan.webhook && target && acceptsWebhooks(target)) {
+        deliveries.push({
+          orgId: plan.orgId,
+          event: plan.webhook.event,
+          sourceEventId: eventId,
+          jobId: plan.webhook.jobId,
+          batchId: plan.terminal?.batchId ?? null,
+          url: target.url,
+          body: JSON.stringify(plan.webhook.body),
+          eventAt: plan.webhook.eventAt,
+        });
+      }
+    }
+    const created = new Set((await insertDeliveries(trx, deliveries, now)).flatMap((row) => (row?.source_event_id ? [row.source_event_id] : [])));
+    return events.map((event) => created.has(event.eventId));
+  });
+}
+
+/**
+ * Turns job events into deliveries and batch progress. Events are written in groups (one transaction for the events
+ * that arrive while the previous group commits), each guarded by `processed_events`, then acked one by one; a crash
+ * before the ack redelivers an event and the guard makes the repeat a no-op. The batch-completion check runs after
+ * that commit, on every delivery of the event (see completeBatchIfDone).
  */
 export async function startJobEventsConsumer(options: JobEventsConsumerOptions): Promise<ConsumerHandle> {
   const { db, targets, logger } = options;
@@ -101,37 +151,15 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
       return created !== undefined;
     });
 
+  const writer = new GroupCommit<PlannedEvent, boolean>((events) => writePlannedEvents(db, events), options.concurrency);
+
   const handle = async (message: BusMessage<unknown>): Promise<void> => {
     const plan = planForJobEvent(message.subject, message.data);
     if (!plan) return;
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
     const target = plan.webhook ? await targets.get(plan.orgId) : undefined;
-    let created = false;
-    await db.transaction().execute(async (trx) => {
-      const fresh = await trx
-        .insertInto("processed_events")
-        .values({ event_id: eventId, processed_at: Date.now() })
-        .onConflict((conflict) => conflict.column("event_id").doNothing())
-        .returning("event_id")
-        .executeTakeFirst();
-      if (!fresh) return;
-      if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
-      if (plan.terminal) await recordTerminalJob(trx, plan.terminal);
-      if (plan.webhook && target && acceptsWebhooks(target)) {
-        const delivery = await insertDelivery(trx, {
-          orgId: plan.orgId,
-          event: plan.webhook.event,
-          sourceEventId: eventId,
-          jobId: plan.webhook.jobId,
-          batchId: plan.terminal?.batchId ?? null,
-          url: target.url,
-          body: JSON.stringify(plan.webhook.body),
-          eventAt: plan.webhook.eventAt,
-        });
-        created = delivery !== undefined;
-      }
-    });
+    let created = await writer.submit({ eventId, plan, target });
     const batchId = plan.terminal?.batchId ?? plan.batchCreated?.batchId;
     if (batchId && (await createBatchDelivery(batchId, eventId))) created = true;
     if (created) options.onDeliveryCreated();

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { Kysely } from "kysely";
 import type { Agent } from "undici";
-import type { Logger } from "@renderbus/telemetry";
+import { GroupCommit } from "@renderbus/db";
+import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import type { DispatcherMetrics } from "../metrics.js";
 import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -11,10 +12,12 @@ import {
   claimDueDeliveries,
   nextDueAt,
   postponeLease,
-  recordAttempt,
+  recordAttempts,
   releaseLease,
+  type AttemptToRecord,
   type DeliveryRow,
 } from "../deliveries/delivery.repository.js";
+import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
 import { decideAfterAttempt } from "./retry-schedule.js";
 
@@ -76,7 +79,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     .then(() => listener.query(`listen ${DELIVERIES_CHANNEL}`))
     .catch((error) => logger.warn({ err: error }, "delivery LISTEN failed; polling only"));
 
-  const attempt = async (row: DeliveryRow, leaseToken: string, retryScheduleMs = options.retryScheduleMs): Promise<DeliveryRow | undefined> => {
+  // Attempts that finish together are recorded in one transaction: one commit per batch, not per delivery.
+  const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
+
+  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs = options.retryScheduleMs): Promise<DeliveryRow | undefined> => {
     const log = logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
     let target;
     try {
@@ -101,16 +107,21 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       return undefined;
     }
     const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now() }, retryScheduleMs);
-    const updated = await recordAttempt(db, row.id, leaseToken, {
-      attempt: attemptNumber,
-      startedAt: result.startedAt,
-      responseStatus: result.responseStatus,
-      error: result.error,
-      latencyMs: result.latencyMs,
-      responseExcerpt: result.responseExcerpt,
-      status: next.status,
-      nextAttemptAt: next.nextAttemptAt,
-      url,
+    const updated = await recorder.submit({
+      deliveryId: row.id,
+      leaseToken,
+      traceHeaders: currentTraceHeaders(),
+      attempt: {
+        attempt: attemptNumber,
+        startedAt: result.startedAt,
+        responseStatus: result.responseStatus,
+        error: result.error,
+        latencyMs: result.latencyMs,
+        responseExcerpt: result.responseExcerpt,
+        status: next.status,
+        nextAttemptAt: next.nextAttemptAt,
+        url,
+      },
     });
     const resultLabel = result.succeeded ? "success" : "failure";
     metrics.attempts.inc({ result: resultLabel });
@@ -124,6 +135,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     );
     return updated;
   };
+
+  // Each attempt is a span of the job's trace (the context stored with the delivery).
+  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]) =>
+    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs));
 
   const leaseToken = randomUUID();
   const loop = (async () => {
