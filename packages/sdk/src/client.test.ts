@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+// Test-only: the gateway's route table is the one description of the API (it drives OpenAPI and MCP too).
+import { apiRoutes } from "../../../services/gateway/src/routes/index.js";
+import { RenderbusClient } from "./client.js";
+
+/** Which SDK method calls each operationId of the route table. */
+const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
+  submitJob: (client) => client.jobs.submit,
+  listJobs: (client) => client.jobs.list,
+  getJob: (client) => client.jobs.get,
+  cancelJob: (client) => client.jobs.cancel,
+  submitBatch: (client) => client.batches.submit,
+  getBatch: (client) => client.batches.get,
+  listJobTypes: (client) => client.jobTypes.list,
+  getJobTypeSchema: (client) => client.jobTypes.get,
+  getMe: (client) => client.me,
+  createApiKey: (client) => client.apiKeys.create,
+  listApiKeys: (client) => client.apiKeys.list,
+  revokeApiKey: (client) => client.apiKeys.revoke,
+  getOrg: (client) => client.orgs.current,
+  updateOrgWebhook: (client) => client.orgs.updateWebhook,
+  getBalance: (client) => client.billing.balance,
+  getUsage: (client) => client.billing.usage,
+  listWebhookDeliveries: (client) => client.webhooks.deliveries,
+  retryWebhookDelivery: (client) => client.webhooks.retry,
+  sendTestWebhook: (client) => client.webhooks.test,
+};
+
+describe("RenderbusClient", () => {
+  it("has a method for every route of the gateway's route table", () => {
+    const client = new RenderbusClient({ apiKey: "rb_test" });
+    const operations = apiRoutes.map((route) => route.operationId);
+    expect(operations.filter((operation) => !sdkMethods[operation])).toEqual([]);
+    for (const operation of operations) expect(typeof sdkMethods[operation]!(client)).toBe("function");
+  });
+
+  it("refuses to start without an API key", () => {
+    expect(() => new RenderbusClient({ apiKey: "" })).toThrow(/apiKey/);
+  });
+});

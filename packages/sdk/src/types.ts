@@ -1,0 +1,217 @@
+/** Public JSON shapes of the Renderbus REST API (SPEC sections 5a, 6 and 7). Timestamps are epoch milliseconds. */
+
+export type JobStatus = "waiting" | "dispatched" | "running" | "completed" | "failed" | "cancelled";
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
+
+export interface JobSpec {
+  /** Job type, see `client.jobTypes.list()`. */
+  type: string;
+  /** Input URLs by name, e.g. `{ source: "https://..." }`. */
+  inputs?: Record<string, string>;
+  /** Type-specific parameters (JSON Schema in the job type). */
+  params?: Record<string, unknown>;
+  /** Your own data, returned with the job. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface JobResult {
+  url: string;
+  metadata: { durationMs: number | null; width: number | null; height: number | null; fileSize: number | null };
+}
+
+export interface JobWebhookDelivery {
+  id: string;
+  event: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastAttemptAt: number | null;
+  nextAttemptAt: number | null;
+  lastResponseStatus: number | null;
+  lastError: string | null;
+}
+
+export interface Job {
+  id: string;
+  orgId: string;
+  batchId: string | null;
+  type: string;
+  status: JobStatus;
+  inputs: Record<string, string>;
+  params: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  result: JobResult | null;
+  cost: { credits: number; breakdown: string } | null;
+  error: { code: string; message: string } | null;
+  timing: { createdAt: number | null; dispatchedAt: number | null; startedAt: number | null; completedAt: number | null };
+  webhookDeliveries: JobWebhookDelivery[];
+}
+
+export interface ListJobsParams {
+  status?: JobStatus;
+  type?: string;
+  batchId?: string;
+  createdAfter?: number;
+  createdBefore?: number;
+  /** Page size, 1-100 (default 50). Iteration continues over every page. */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface SubmittedBatch {
+  id: string;
+  jobCount: number;
+  jobIds: string[];
+  status: string;
+}
+
+export interface Batch {
+  id: string;
+  orgId: string;
+  jobCount: number;
+  jobIds: string[];
+  status: "running" | "completed" | string;
+  counts: Record<JobStatus, number>;
+  timing: { createdAt: number; completedAt: number | null };
+}
+
+export interface JobType {
+  name: string;
+  description: string;
+  inputs: unknown;
+  paramsSchema: Record<string, unknown>;
+  plans: string[];
+  output: string;
+  price: unknown;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  start: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** Returned once by `apiKeys.create`: `key` is the full secret and is never shown again. */
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}
+
+export interface Org {
+  id: string;
+  name: string;
+  plan: string;
+  credits: number;
+  webhookUrl: string | null;
+  webhookSecretSet: boolean;
+  createdAt: number;
+}
+
+export interface UpdateOrgWebhookParams {
+  /** Where deliveries are POSTed; null removes it. */
+  webhookUrl?: string | null;
+  /** HMAC key of the signature header (8-256 characters). */
+  webhookSecret?: string;
+}
+
+export interface Balance {
+  orgId: string;
+  credits: number;
+  reserved: number;
+  plan: string;
+}
+
+export interface UsageEntry {
+  id: string;
+  kind: string;
+  credits: number;
+  jobId: string | null;
+  balanceAfter: number;
+  description: string;
+  createdAt: number;
+}
+
+export interface Me {
+  userId: string;
+  orgId: string;
+  plan: string;
+  role: string | null;
+  credential: string | null;
+}
+
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+export type WebhookEventName = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test";
+
+export interface DeliveryAttempt {
+  attempt: number;
+  startedAt: number;
+  responseStatus: number | null;
+  error: string | null;
+  latencyMs: number;
+  responseExcerpt: string | null;
+}
+
+export interface Delivery {
+  id: string;
+  event: WebhookEventName;
+  jobId: string | null;
+  batchId: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  url: string;
+  createdAt: number;
+  lastAttemptAt: number | null;
+  nextAttemptAt: number | null;
+  lastResponseStatus: number | null;
+  lastError: string | null;
+  attemptLog: DeliveryAttempt[];
+}
+
+export interface ListDeliveriesParams {
+  status?: DeliveryStatus;
+  event?: WebhookEventName;
+  jobId?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface TestWebhookOutcome {
+  succeeded: boolean;
+  delivery: Delivery | null;
+}
+
+/** A webhook payload as `webhooks listen` receives it from `GET /webhooks/events/stream`. */
+export interface StreamedWebhook {
+  /** Stable per event (`job.completed:job_...`), or the delivery id of a test event. */
+  id: string;
+  event: WebhookEventName;
+  /** The exact JSON text a delivery POSTs (sign and forward these bytes unchanged). */
+  body: string;
+}
+
+/** Webhook payloads (SPEC section 7). */
+export type WebhookPayload =
+  | { event: "job.running"; jobId: string; type: string; timing: { createdAt: number; startedAt: number } }
+  | {
+      event: "job.completed";
+      jobId: string;
+      result: JobResult;
+      cost: { credits: number; breakdown: string };
+      timing: { createdAt: number; startedAt: number | null; completedAt: number | null };
+    }
+  | { event: "job.failed"; jobId: string; error: { code: string; message: string }; timing: { createdAt: number; startedAt: number | null; completedAt: number | null } }
+  | {
+      event: "batch.completed";
+      batchId: string;
+      jobCount: number;
+      counts: { completed: number; failed: number; cancelled: number };
+      timing: { createdAt: number; completedAt: number };
+    }
+  | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } };
+
+/** One page of a cursor-paginated list. */
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
