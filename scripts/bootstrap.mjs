@@ -94,3 +94,25 @@ if (plan === undefined) {
   }
   say(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
+
+// The gateway serves the dashboard from apps/dashboard/dist; rebuild it when it is missing or older than its sources.
+const dashboard = path.join(root, 'apps', 'dashboard');
+
+function newestMtimeMs(entry) {
+  if (!existsSync(entry)) return 0;
+  const stat = statSync(entry);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return readdirSync(entry).reduce((newest, name) => Math.max(newest, newestMtimeMs(path.join(entry, name))), stat.mtimeMs);
+}
+
+if (existsSync(path.join(dashboard, 'package.json'))) {
+  const builtAt = mtimeMs(path.join(dashboard, 'dist', 'index.html'));
+  const sources = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((name) => path.join(dashboard, name));
+  const changedAt = Math.max(...sources.map(newestMtimeMs));
+  if (builtAt === 0 || changedAt > builtAt) {
+    say(builtAt === 0 ? 'dashboard build missing: building it' : 'dashboard sources changed: rebuilding it');
+    runNpm(['run', 'build', '-w', '@renderbus/dashboard']);
+  } else {
+    say('dashboard build up to date');
+  }
+}

@@ -40,7 +40,7 @@ console.log(`
   Renderbus is running.
 
   API        ${system.gatewayUrl}
-  Dashboard  ${system.gatewayUrl}/
+  Dashboard  ${system.gatewayUrl}/app/
   API docs   ${system.gatewayUrl}/docs
   Demo org   ${demo.orgId} (plan pro)
   API key    ${demo.key}

@@ -12,8 +12,10 @@ import { registerHealthRoutes } from "./health/health.routes.js";
 import { registerAuthProxy } from "./auth/auth-proxy.js";
 import { registerOutputRoutes } from "./outputs/outputs.routes.js";
 import { registerJobEventStream } from "./sse/job-events.js";
+import { registerWebhookEventStream } from "./sse/webhook-events.js";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
+import { registerDashboard } from "./dashboard/dashboard.routes.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -36,6 +38,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // Deep or huge JSON is refused by the body limit; prototype pollution keys are dropped.
     onProtoPoisoning: "remove",
     onConstructorPoisoning: "remove",
+    // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the SPEC error body too.
+    frameworkErrors: (error, request, reply) => sendError(error, request, reply, deps.logger),
   }) as unknown as FastifyInstance;
 
   app.addHook("onRequest", async (request, reply) => {
@@ -66,8 +70,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await registerAuthProxy(app, deps);
   registerOutputRoutes(app, deps);
   registerJobEventStream(app, deps);
+  registerWebhookEventStream(app, deps);
   registerOpenApiRoutes(app, deps);
   registerMcpRoutes(app, deps, apiRoutes);
+  await registerDashboard(app, deps);
   return app;
 }
 

@@ -1,0 +1,144 @@
+import { useEffect, useState, type ReactNode } from "react";
+import { Link, Router, matchPath, useRouter } from "./router";
+import { SessionProvider, useSession } from "./session";
+import { ErrorMessage, Loading } from "./components/ui";
+import { SignInPage, SignUpPage } from "./pages/AuthPages";
+import { JobsPage } from "./pages/JobsPage";
+import { NewJobPage } from "./pages/NewJobPage";
+import { JobDetailPage } from "./pages/JobDetailPage";
+import { BatchesPage, BatchDetailPage } from "./pages/BatchesPages";
+import { ApiKeysPage } from "./pages/ApiKeysPage";
+import { WebhooksPage } from "./pages/WebhooksPage";
+import { BillingPage } from "./pages/BillingPage";
+import { MembersPage } from "./pages/MembersPage";
+
+export function App() {
+  return (
+    <Router>
+      <SessionProvider>
+        <Shell />
+      </SessionProvider>
+    </Router>
+  );
+}
+
+const PUBLIC_PATHS = new Set(["/sign-in", "/sign-up"]);
+
+const NAV: { to: string; label: string; section?: string }[] = [
+  { to: "/jobs", label: "Jobs" },
+  { to: "/batches", label: "Batches" },
+  { to: "/billing", label: "Billing" },
+  { to: "/settings/api-keys", label: "API keys", section: "Settings" },
+  { to: "/settings/webhooks", label: "Webhooks", section: "Settings" },
+  { to: "/settings/members", label: "Members", section: "Settings" },
+];
+
+function Shell() {
+  const session = useSession();
+  const { path, navigate } = useRouter();
+  const isPublic = PUBLIC_PATHS.has(path);
+
+  useEffect(() => {
+    if (session.status === "signed-out" && !isPublic) navigate(`/sign-in`, { replace: true });
+    if (session.status === "signed-in" && (isPublic || path === "/")) navigate("/jobs", { replace: true });
+  }, [session.status, isPublic, path, navigate]);
+
+  if (session.status === "loading") {
+    return (
+      <main id="main" className="centered">
+        <Loading label="Loading Renderbus" />
+      </main>
+    );
+  }
+  if (isPublic || session.status === "signed-out") {
+    return <main id="main" className="auth-layout">{path === "/sign-up" ? <SignUpPage /> : <SignInPage />}</main>;
+  }
+  return <SignedInLayout>{routeFor(path)}</SignedInLayout>;
+}
+
+function routeFor(path: string): ReactNode {
+  if (path === "/jobs") return <JobsPage />;
+  if (path === "/jobs/new") return <NewJobPage />;
+  const job = matchPath("/jobs/:jobId", path);
+  if (job) return <JobDetailPage key={job.jobId} jobId={job.jobId!} />;
+  if (path === "/batches") return <BatchesPage />;
+  const batch = matchPath("/batches/:batchId", path);
+  if (batch) return <BatchDetailPage key={batch.batchId} batchId={batch.batchId!} />;
+  if (path === "/billing") return <BillingPage />;
+  if (path === "/settings/api-keys") return <ApiKeysPage />;
+  if (path === "/settings/webhooks") return <WebhooksPage />;
+  if (path === "/settings/members") return <MembersPage />;
+  return (
+    <>
+      <h1>Page not found</h1>
+      <p>
+        There is nothing at this address. <Link to="/jobs">Go to your jobs</Link>.
+      </p>
+    </>
+  );
+}
+
+function SignedInLayout({ children }: { children: ReactNode }) {
+  const session = useSession();
+  const { path } = useRouter();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [signOutError, setSignOutError] = useState<unknown>();
+  useEffect(() => setMenuOpen(false), [path]);
+  // Plan and role can change between pages (an upgrade, a role change); re-read them on every navigation.
+  const { refresh } = session;
+  useEffect(() => {
+    refresh().catch(() => undefined);
+  }, [path, refresh]);
+  const isCurrent = (to: string) => path === to || (to !== "/" && path.startsWith(`${to}/`));
+  let lastSection: string | undefined;
+
+  return (
+    <div className="layout">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Link to="/jobs" className="brand">
+          <span className="brand-mark" aria-hidden="true">
+            R
+          </span>
+          Renderbus
+        </Link>
+        <button type="button" className="button menu-toggle" aria-expanded={menuOpen} aria-controls="primary-nav" onClick={() => setMenuOpen(!menuOpen)}>
+          Menu
+        </button>
+        <div className="account">
+          <span className="account-email">{session.user?.email ?? session.me?.userId}</span>
+          <span className="plan-pill">{session.me?.plan} plan</span>
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={() => session.signOut().catch((error: unknown) => setSignOutError(error))}
+          >
+            Sign out
+          </button>
+        </div>
+      </header>
+      <nav id="primary-nav" className={`sidenav${menuOpen ? " open" : ""}`} aria-label="Main">
+        <ul>
+          {NAV.map((item) => {
+            const heading = item.section && item.section !== lastSection ? item.section : undefined;
+            lastSection = item.section;
+            return (
+              <li key={item.to}>
+                {heading ? <span className="nav-section">{heading}</span> : null}
+                <Link to={item.to} aria-current={isCurrent(item.to) ? "page" : undefined}>
+                  {item.label}
+                </Link>
+              </li>
+            );
+          })}
+        </ul>
+      </nav>
+      <main id="main" className="content" tabIndex={-1}>
+        <ErrorMessage error={signOutError} title="Sign out failed" />
+        {children}
+      </main>
+    </div>
+  );
+}

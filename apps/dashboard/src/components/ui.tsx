@@ -1,0 +1,168 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
+import { messageOf } from "../api";
+import { hasNavigated } from "../router";
+
+/** A job/batch/delivery/key status as a coloured badge; the text carries the meaning, colour only repeats it. */
+export function StatusBadge({ status }: { status: string }) {
+  return (
+    <span className={`badge badge-${status.replace(/[^a-z]/g, "")}`} data-status={status}>
+      {status}
+    </span>
+  );
+}
+
+/** An API error as a readable message, announced to screen readers. */
+export function ErrorMessage({ error, title }: { error: unknown; title?: string }) {
+  if (!error) return null;
+  return (
+    <div className="alert alert-error" role="alert">
+      {title ? <strong>{title}: </strong> : null}
+      {messageOf(error)}
+    </div>
+  );
+}
+
+export function Notice({ tone = "info", children }: { tone?: "info" | "success" | "warning"; children: ReactNode }) {
+  return (
+    <div className={`alert alert-${tone}`} role={tone === "success" ? "status" : undefined}>
+      {children}
+    </div>
+  );
+}
+
+export function Loading({ label = "Loading" }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" />
+      {label}…
+    </p>
+  );
+}
+
+export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <p className="empty-title">{title}</p>
+      {children ? <div className="empty-body">{children}</div> : null}
+    </div>
+  );
+}
+
+/**
+ * The page title; focused after an in-app navigation so screen-reader and keyboard users start at the new page (on
+ * the first load focus stays at the top, where the skip link is).
+ */
+export function PageHeader({ title, actions, children }: { title: string; actions?: ReactNode; children?: ReactNode }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · Renderbus`;
+    if (hasNavigated()) heading.current?.focus({ preventScroll: true });
+  }, [title]);
+  return (
+    <header className="page-header">
+      <div>
+        <h1 ref={heading} tabIndex={-1}>
+          {title}
+        </h1>
+        {children}
+      </div>
+      {actions ? <div className="page-actions">{actions}</div> : null}
+    </header>
+  );
+}
+
+/** A wide table that scrolls sideways on a phone; focusable so keyboard users can scroll it too. */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
+/** A modal confirmation on the native <dialog> (focus trap, Escape to cancel). */
+export function ConfirmDialog({
+  open,
+  title,
+  children,
+  confirmLabel,
+  onConfirm,
+  onCancel,
+  busy,
+}: {
+  open: boolean;
+  title: string;
+  children: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+  busy?: boolean;
+}) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const element = dialog.current;
+    if (!element) return;
+    if (open && !element.open) element.showModal();
+    if (!open && element.open) element.close();
+  }, [open]);
+  return (
+    <dialog ref={dialog} className="dialog" aria-labelledby="dialog-title" onCancel={(event) => (event.preventDefault(), onCancel())}>
+      <h2 id="dialog-title">{title}</h2>
+      <div className="dialog-body">{children}</div>
+      <div className="dialog-actions">
+        <button type="button" className="button" onClick={onCancel} autoFocus>
+          Cancel
+        </button>
+        <button type="button" className="button button-danger" onClick={onConfirm} disabled={busy}>
+          {busy ? "Working…" : confirmLabel}
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** Copies text to the clipboard; says so, or says how to copy by hand when the browser refuses. */
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setState("copied");
+    } catch {
+      setState("failed");
+    }
+  };
+  return (
+    <>
+      <button type="button" className="button" onClick={() => void copy()}>
+        {state === "copied" ? "Copied" : label}
+      </button>
+      <span className="visually-hidden" role="status">
+        {state === "copied" ? "Copied to the clipboard" : state === "failed" ? "Copy failed; select the text and copy it" : ""}
+      </span>
+      {state === "failed" ? <span className="hint">Your browser blocked the clipboard: select the key and copy it.</span> : null}
+    </>
+  );
+}
+
+/** Loads data for a page: {data, error, loading, reload}. Reload keeps the old data on screen while it runs. */
+export function useResource<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const generation = useRef(0);
+  const run = useCallback(load, deps);
+  const reload = useCallback(async () => {
+    const mine = ++generation.current;
+    setState((previous) => ({ ...previous, loading: true }));
+    try {
+      const data = await run();
+      if (mine === generation.current) setState({ data, loading: false });
+    } catch (error) {
+      if (mine === generation.current) setState((previous) => ({ data: previous.data, error, loading: false }));
+    }
+  }, [run]);
+  useEffect(() => {
+    setState({ loading: true });
+    void reload();
+  }, [reload]);
+  return { ...state, reload, setData: (data: T) => setState({ data, loading: false }) };
+}

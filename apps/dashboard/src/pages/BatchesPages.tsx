@@ -1,0 +1,148 @@
+import { useState, type FormEvent } from "react";
+import { api, withQuery } from "../api";
+import { formatTime } from "../format";
+import { Link, useRouter } from "../router";
+import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
+import type { Batch, Job } from "../types";
+
+const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
+// The API has no batch listing; recent batches are found through the jobs that belong to them.
+const RECENT_JOBS_SCANNED = 100;
+const MAX_BATCHES_SHOWN = 20;
+
+async function recentBatches(): Promise<Batch[]> {
+  const page = await api.page<Job>(withQuery("/jobs", { limit: RECENT_JOBS_SCANNED }));
+  const ids = [...new Set(page.data.map((job) => job.batchId).filter((id): id is string => id !== null))].slice(0, MAX_BATCHES_SHOWN);
+  return Promise.all(ids.map((id) => api.get<Batch>(`/batches/${encodeURIComponent(id)}`)));
+}
+
+export function BatchesPage() {
+  const { navigate } = useRouter();
+  const batches = useResource(recentBatches, []);
+  const [lookup, setLookup] = useState("");
+  const open = (event: FormEvent) => {
+    event.preventDefault();
+    if (lookup.trim()) navigate(`/batches/${encodeURIComponent(lookup.trim())}`);
+  };
+  return (
+    <>
+      <PageHeader title="Batches">
+        <p className="muted">Batches submitted with POST /batches, with how many of their jobs are in each status.</p>
+      </PageHeader>
+      <form className="filters" onSubmit={open} aria-label="Open a batch by id">
+        <div className="field">
+          <label htmlFor="batch-lookup">Batch id</label>
+          <input id="batch-lookup" value={lookup} onChange={(event) => setLookup(event.target.value)} placeholder="batch_…" />
+        </div>
+        <div className="filter-actions">
+          <button type="submit" className="button">
+            Open batch
+          </button>
+        </div>
+      </form>
+      <ErrorMessage error={batches.error} title="Could not load batches" />
+      {batches.loading && !batches.data ? (
+        <Loading label="Loading batches" />
+      ) : batches.data && batches.data.length === 0 ? (
+        <EmptyState title="No batches yet">
+          <p>Submit several jobs at once with POST /batches; they show up here with per-status counts.</p>
+        </EmptyState>
+      ) : batches.data ? (
+        <TableWrap label="Batches">
+          <table className="table table-stack">
+            <thead>
+              <tr>
+                <th scope="col">Batch</th>
+                <th scope="col">Status</th>
+                <th scope="col">Jobs</th>
+                <th scope="col">Counts</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {batches.data.map((batch) => (
+                <tr key={batch.id}>
+                  <td data-label="Batch">
+                    <Link to={`/batches/${batch.id}`} className="mono">
+                      {batch.id}
+                    </Link>
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={batch.status} />
+                  </td>
+                  <td data-label="Jobs">{batch.jobCount}</td>
+                  <td data-label="Counts">
+                    <Counts counts={batch.counts} />
+                  </td>
+                  <td data-label="Created">{formatTime(batch.timing.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      ) : null}
+    </>
+  );
+}
+
+function Counts({ counts }: { counts: Record<string, number> }) {
+  const nonZero = STATUSES.filter((status) => (counts[status] ?? 0) > 0);
+  if (nonZero.length === 0) return <span className="muted">-</span>;
+  return <span>{nonZero.map((status) => `${counts[status]} ${status}`).join(", ")}</span>;
+}
+
+export function BatchDetailPage({ batchId }: { batchId: string }) {
+  const batch = useResource(() => api.get<Batch>(`/batches/${encodeURIComponent(batchId)}`), [batchId]);
+  const current = batch.data;
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link to="/batches">Batches</Link> / <span className="mono">{batchId}</span>
+      </p>
+      <PageHeader
+        title="Batch"
+        actions={
+          <button type="button" className="button" onClick={() => void batch.reload()} disabled={batch.loading}>
+            {batch.loading ? "Refreshing…" : "Refresh"}
+          </button>
+        }
+      >
+        {current ? (
+          <p className="status-line">
+            Status: <StatusBadge status={current.status} />
+          </p>
+        ) : null}
+      </PageHeader>
+      <ErrorMessage error={batch.error} title="Could not load this batch" />
+      {batch.loading && !current ? <Loading label="Loading batch" /> : null}
+      {current ? (
+        <>
+          <ul className="count-grid" aria-label="Jobs per status">
+            {STATUSES.map((status) => (
+              <li key={status} className="count-card">
+                <span className="count-value">{current.counts[status] ?? 0}</span>
+                <span className="count-label">{status}</span>
+              </li>
+            ))}
+          </ul>
+          <section className="card" aria-labelledby="batch-facts">
+            <h2 id="batch-facts">Details</h2>
+            <dl className="facts">
+              <dt>Batch id</dt>
+              <dd className="mono">{current.id}</dd>
+              <dt>Jobs</dt>
+              <dd>{current.jobCount}</dd>
+              <dt>Created</dt>
+              <dd>{formatTime(current.timing.createdAt)}</dd>
+              <dt>Finished</dt>
+              <dd>{formatTime(current.timing.completedAt)}</dd>
+            </dl>
+            <p>
+              <Link to={withQuery("/jobs", { batchId: current.id })}>See this batch's jobs</Link>
+            </p>
+          </section>
+        </>
+      ) : null}
+    </>
+  );
+}

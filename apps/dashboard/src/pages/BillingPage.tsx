@@ -1,0 +1,131 @@
+import { useState } from "react";
+import { api, withQuery } from "../api";
+import { formatCredits, formatTime } from "../format";
+import { Link } from "../router";
+import { EmptyState, ErrorMessage, Loading, PageHeader, TableWrap, useResource } from "../components/ui";
+import type { Balance, UsageEntry } from "../types";
+
+/** SPEC section 2, for the plan summary; the API enforces the real (possibly overridden) values. */
+const PLAN_FACTS: Record<string, { credits: string; rpm: number; concurrency: number; webhooks: boolean; types: string }> = {
+  free: { credits: "200", rpm: 10, concurrency: 2, webhooks: false, types: "basic" },
+  starter: { credits: "1,900", rpm: 30, concurrency: 5, webhooks: true, types: "all" },
+  pro: { credits: "4,900", rpm: 60, concurrency: 10, webhooks: true, types: "all" },
+  scale: { credits: "14,900", rpm: 120, concurrency: 25, webhooks: true, types: "all" },
+};
+
+export function BillingPage() {
+  const balance = useResource(() => api.get<Balance>("/billing/balance"), []);
+  const [entries, setEntries] = useState<UsageEntry[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const usage = useResource(async () => {
+    const page = await api.page<UsageEntry>(withQuery("/billing/usage", { limit: 25 }));
+    setEntries(page.data);
+    setCursor(page.nextCursor);
+    return page;
+  }, []);
+  const [moreError, setMoreError] = useState<unknown>();
+  const [loadingMore, setLoadingMore] = useState(false);
+  const loadMore = async () => {
+    if (!cursor) return;
+    setLoadingMore(true);
+    setMoreError(undefined);
+    try {
+      const page = await api.page<UsageEntry>(withQuery("/billing/usage", { limit: 25, cursor }));
+      setEntries((previous) => [...previous, ...page.data]);
+      setCursor(page.nextCursor);
+    } catch (error) {
+      setMoreError(error);
+    } finally {
+      setLoadingMore(false);
+    }
+  };
+  const facts = balance.data ? PLAN_FACTS[balance.data.plan] : undefined;
+
+  return (
+    <>
+      <PageHeader title="Billing">
+        <p className="muted">1 credit = $0.01. Jobs reserve their estimated cost when they start and are charged on completion.</p>
+      </PageHeader>
+      <ErrorMessage error={balance.error} title="Could not load your balance" />
+      {balance.loading && !balance.data ? <Loading label="Loading balance" /> : null}
+      {balance.data ? (
+        <div className="grid">
+          <section className="card" aria-labelledby="plan-heading">
+            <h2 id="plan-heading">Plan</h2>
+            <p className="big-number capitalize">{balance.data.plan}</p>
+            {facts ? (
+              <ul className="plain-list">
+                <li>{facts.credits} credits included each month</li>
+                <li>{facts.rpm} API requests per minute</li>
+                <li>{facts.concurrency} jobs running at once</li>
+                <li>{facts.types === "all" ? "All job types" : "Basic job types"}</li>
+                <li>{facts.webhooks ? "Webhooks included" : "No webhooks (Starter and above)"}</li>
+              </ul>
+            ) : null}
+            {balance.data.plan === "free" ? (
+              <p className="hint">
+                Need webhooks, watermarks or captions? Upgrade to Starter. <Link to="/settings/webhooks">About webhooks</Link>
+              </p>
+            ) : null}
+          </section>
+          <section className="card" aria-labelledby="balance-heading">
+            <h2 id="balance-heading">Balance</h2>
+            <p className="big-number">{formatCredits(balance.data.credits)}</p>
+            <p className="muted">{balance.data.reserved > 0 ? `${balance.data.reserved} credits reserved by running jobs.` : "Nothing reserved right now."}</p>
+          </section>
+        </div>
+      ) : null}
+
+      <section aria-labelledby="usage-heading">
+        <h2 id="usage-heading">Usage ledger</h2>
+        <ErrorMessage error={usage.error} title="Could not load usage" />
+        <ErrorMessage error={moreError} title="Could not load more usage" />
+        {usage.loading && !usage.data ? (
+          <Loading label="Loading usage" />
+        ) : entries.length === 0 && usage.data ? (
+          <EmptyState title="No usage yet">
+            <p>Credits granted and charged for jobs appear here.</p>
+          </EmptyState>
+        ) : entries.length > 0 ? (
+          <>
+            <TableWrap label="Usage ledger">
+              <table className="table table-stack">
+                <thead>
+                  <tr>
+                    <th scope="col">When</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Description</th>
+                    <th scope="col">Job</th>
+                    <th scope="col" className="numeric">
+                      Credits
+                    </th>
+                    <th scope="col" className="numeric">
+                      Balance after
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {entries.map((entry) => (
+                    <tr key={entry.id}>
+                      <td data-label="When">{formatTime(entry.createdAt)}</td>
+                      <td data-label="Kind">{entry.kind}</td>
+                      <td data-label="Description">{entry.description}</td>
+                      <td data-label="Job">{entry.jobId ? <Link to={`/jobs/${entry.jobId}`} className="mono">{entry.jobId}</Link> : "-"}</td>
+                      <td data-label="Credits" className="numeric">{entry.credits}</td>
+                      <td data-label="Balance after" className="numeric">{entry.balanceAfter}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+            {cursor ? (
+              <button type="button" className="button load-more" onClick={() => void loadMore()} disabled={loadingMore}>
+                {loadingMore ? "Loading…" : "Load more"}
+              </button>
+            ) : null}
+          </>
+        ) : null}
+      </section>
+    </>
+  );
+}
