@@ -26,8 +26,12 @@ COPY tsconfig.base.json tsconfig.json ./
 COPY proto ./proto
 COPY libs ./libs
 COPY services ./services
+COPY apps ./apps
+COPY packages ./packages
 COPY scripts ./scripts
 COPY deploy/probes ./deploy/probes
+# The gateway serves the dashboard's static build at /app.
+RUN npm run build -w @renderbus/dashboard
 
 ENV SERVICE=gateway \
     OUTPUT_DIR=/data/outputs

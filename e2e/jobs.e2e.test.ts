@@ -181,5 +181,7 @@ describe("jobs over REST with real ffmpeg workers", () => {
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(response.body.error.code).toBe("NOT_FOUND");
     }
+    expect((await a("GET", "/batches")).body.data.map((listed: { id: string }) => listed.id)).toEqual([batch.id]);
+    expect((await b("GET", "/batches")).body.data).toEqual([]);
   });
 });

@@ -44,6 +44,7 @@ const fakeJobs: AsyncService<jobs.JobsServer> = {
   cancelJob: notUnderTest,
   submitBatch: notUnderTest,
   getBatch: notUnderTest,
+  listBatches: notUnderTest,
   startJob: notUnderTest,
   completeJob: notUnderTest,
   failJob: notUnderTest,

@@ -11,6 +11,7 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   cancelJob: (client) => client.jobs.cancel,
   submitBatch: (client) => client.batches.submit,
   getBatch: (client) => client.batches.get,
+  listBatches: (client) => client.batches.list,
   listJobTypes: (client) => client.jobTypes.list,
   getJobTypeSchema: (client) => client.jobTypes.get,
   getMe: (client) => client.me,

@@ -12,6 +12,7 @@ import type {
   JobSpec,
   JobType,
   ListDeliveriesParams,
+  ListBatchesParams,
   ListJobsParams,
   Me,
   Org,
@@ -103,6 +104,8 @@ export class RenderbusClient {
     /** submitBatch: `POST /batches` (all or nothing); retries reuse one Idempotency-Key. */
     submit: (jobs: JobSpec[], options: SubmitOptions = {}): Promise<SubmittedBatch> =>
       this.data({ method: "POST", path: "/batches", body: { jobs }, idempotent: true, idempotencyKey: options.idempotencyKey, signal: options.signal }),
+    /** listBatches: `GET /batches`, newest first; iterate with `for await` across every page. */
+    list: (params: ListBatchesParams = {}): PageIterator<Batch> => this.list<Batch, ListBatchesParams>("/batches", params),
     /** getBatch: `GET /batches/{batch_id}`. */
     get: (batchId: string): Promise<Batch> => this.data({ method: "GET", path: `/batches/${enc(batchId)}` }),
   };

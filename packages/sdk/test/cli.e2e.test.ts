@@ -134,6 +134,9 @@ describe("renderbus CLI against the running system", () => {
     }, { timeoutMs: 120_000, intervalMs: 1_000, what: "batch completed" });
     expect(finished.counts.completed).toBe(2);
     expect((await run("batches", "get", batchId)).stdout).toContain("completed 2");
+    const listed = JSON.parse((await run("--json", "batches", "list", "--status", "completed")).stdout) as Array<{ id: string }>;
+    expect(listed.map((b) => b.id)).toContain(batchId);
+    expect((await run("batches", "list")).stdout).toContain(batchId);
     expect((await run("batches", "submit", "--file", jobsFile.replace("jobs.json", "missing.json"))).code).not.toBe(0);
 
     const submitted = JSON.parse((await run("--json", "jobs", "submit", "qr.generate", "--param", "content=cancel me")).stdout) as { id: string };

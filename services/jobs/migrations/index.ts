@@ -84,4 +84,10 @@ export const migrations: Migrations = {
       await sql`create index webhook_deliveries_job on webhook_deliveries (job_id)`.execute(db);
     },
   },
+  "2026-11-23-002-batch-views-listing": {
+    async up(db: Kysely<any>) {
+      // GET /batches: the org's batches newest first, keyset paginated like jobs.
+      await sql`create index batch_views_org_created on batch_views (org_id, created_at desc, id desc)`.execute(db);
+    },
+  },
 };

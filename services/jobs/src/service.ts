@@ -3,7 +3,7 @@ import { jobs } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, startOutboxRelay, type OutboxRelay } from "@renderbus/db";
 import { loadPlans } from "@renderbus/plans";
 import { createRpcServer } from "@renderbus/rpc";
-import type { Logger } from "@renderbus/telemetry";
+import type { Logger, Registry } from "@renderbus/telemetry";
 import type { Kysely } from "kysely";
 import { JOBS_SCHEMA, migrations } from "../migrations/index.js";
 import { billingCreditCheck, type CreditCheck } from "./billing/credit-check.js";
@@ -11,6 +11,7 @@ import type { JobsConfig } from "./config.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
 import type { JobsDeps } from "./deps.js";
 import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
+import { registerJobsMetrics } from "./metrics.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
 import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
 import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
@@ -30,12 +31,14 @@ export interface JobsService {
 
 export interface JobsServiceOptions {
   logger: Logger;
+  /** The process's Prometheus registry (served on METRICS_PORT by runService). */
+  metrics?: Registry;
   /** Replaces the auth service's Billing check (tools that run without the auth service). */
   credits?: CreditCheck;
 }
 
 /** Starts the jobs service: migrates its schema, declares streams, starts relay, scheduler, consumer and gRPC. */
-export async function startJobsService(config: JobsConfig, { logger, credits }: JobsServiceOptions): Promise<JobsService> {
+export async function startJobsService(config: JobsConfig, { logger, credits, metrics }: JobsServiceOptions): Promise<JobsService> {
   const database = createDatabase<JobsDatabase>({
     url: config.DATABASE_URL,
     schema: JOBS_SCHEMA,
@@ -47,6 +50,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits }: 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "jobs", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents]);
   const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
+  if (metrics) registerJobsMetrics(metrics, database.db, relay);
   const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS });
   const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS);
   const deps: JobsDeps = {

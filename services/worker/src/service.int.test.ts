@@ -49,7 +49,7 @@ const unused = async (): Promise<never> => {
 };
 
 const jobsService: AsyncService<jobs.JobsServer> = {
-  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listJobTypes: unused,
+  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
   async startJob(request) {
     if (cancelledJobs.has(request.jobId)) throw conflict("Job is cancelled");
     reports.started.push(request);

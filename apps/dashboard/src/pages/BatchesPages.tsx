@@ -3,22 +3,40 @@ import { api, withQuery } from "../api";
 import { formatTime } from "../format";
 import { Link, useRouter } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
-import type { Batch, Job } from "../types";
+import type { Batch } from "../types";
 
 const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
-// The API has no batch listing; recent batches are found through the jobs that belong to them.
-const RECENT_JOBS_SCANNED = 100;
-const MAX_BATCHES_SHOWN = 20;
+const PAGE_SIZE = 20;
 
-async function recentBatches(): Promise<Batch[]> {
-  const page = await api.page<Job>(withQuery("/jobs", { limit: RECENT_JOBS_SCANNED }));
-  const ids = [...new Set(page.data.map((job) => job.batchId).filter((id): id is string => id !== null))].slice(0, MAX_BATCHES_SHOWN);
-  return Promise.all(ids.map((id) => api.get<Batch>(`/batches/${encodeURIComponent(id)}`)));
+interface BatchList {
+  batches: Batch[];
+  nextCursor: string | null;
 }
 
 export function BatchesPage() {
   const { navigate } = useRouter();
-  const batches = useResource(recentBatches, []);
+  const [status, setStatus] = useState("");
+  const listUrl = (cursor?: string) => withQuery("/batches", { status: status || undefined, limit: PAGE_SIZE, cursor });
+  const batches = useResource(async (): Promise<BatchList> => {
+    const page = await api.page<Batch>(listUrl());
+    return { batches: page.data, nextCursor: page.nextCursor };
+  }, [status]);
+  const [loadingMore, setLoadingMore] = useState(false);
+  const [moreError, setMoreError] = useState<unknown>();
+  const loadMore = async () => {
+    const current = batches.data;
+    if (!current?.nextCursor) return;
+    setLoadingMore(true);
+    setMoreError(undefined);
+    try {
+      const page = await api.page<Batch>(listUrl(current.nextCursor));
+      batches.setData({ batches: [...current.batches, ...page.data], nextCursor: page.nextCursor });
+    } catch (error) {
+      setMoreError(error);
+    } finally {
+      setLoadingMore(false);
+    }
+  };
   const [lookup, setLookup] = useState("");
   const open = (event: FormEvent) => {
     event.preventDefault();
@@ -29,7 +47,15 @@ export function BatchesPage() {
       <PageHeader title="Batches">
         <p className="muted">Batches submitted with POST /batches, with how many of their jobs are in each status.</p>
       </PageHeader>
-      <form className="filters" onSubmit={open} aria-label="Open a batch by id">
+      <form className="filters" onSubmit={open} aria-label="Filter batches or open one by id">
+        <div className="field">
+          <label htmlFor="batch-status">Status</label>
+          <select id="batch-status" value={status} onChange={(event) => setStatus(event.target.value)}>
+            <option value="">Any</option>
+            <option value="running">running</option>
+            <option value="completed">completed</option>
+          </select>
+        </div>
         <div className="field">
           <label htmlFor="batch-lookup">Batch id</label>
           <input id="batch-lookup" value={lookup} onChange={(event) => setLookup(event.target.value)} placeholder="batch_…" />
@@ -43,7 +69,7 @@ export function BatchesPage() {
       <ErrorMessage error={batches.error} title="Could not load batches" />
       {batches.loading && !batches.data ? (
         <Loading label="Loading batches" />
-      ) : batches.data && batches.data.length === 0 ? (
+      ) : batches.data && batches.data.batches.length === 0 ? (
         <EmptyState title="No batches yet">
           <p>Submit several jobs at once with POST /batches; they show up here with per-status counts.</p>
         </EmptyState>
@@ -60,7 +86,7 @@ export function BatchesPage() {
               </tr>
             </thead>
             <tbody>
-              {batches.data.map((batch) => (
+              {batches.data.batches.map((batch) => (
                 <tr key={batch.id}>
                   <td data-label="Batch">
                     <Link to={`/batches/${batch.id}`} className="mono">
@@ -80,6 +106,12 @@ export function BatchesPage() {
             </tbody>
           </table>
         </TableWrap>
+      ) : null}
+      <ErrorMessage error={moreError} title="Could not load more batches" />
+      {batches.data?.nextCursor ? (
+        <button type="button" className="button load-more" onClick={() => void loadMore()} disabled={loadingMore}>
+          {loadingMore ? "Loading…" : "Load more batches"}
+        </button>
       ) : null}
     </>
   );

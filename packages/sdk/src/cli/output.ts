@@ -56,6 +56,12 @@ export function jobsTable(jobs: Job[]): string {
   return table([["ID", "TYPE", "STATUS", "CREATED", "COST"], ...jobs.map((job) => [job.id, job.type, job.status, time(job.timing.createdAt), job.cost ? `${job.cost.credits}` : "-"])]);
 }
 
+export function batchesTable(batches: Batch[]): string {
+  if (batches.length === 0) return "No batches.";
+  const done = (batch: Batch) => batch.counts.completed + batch.counts.failed + batch.counts.cancelled;
+  return table([["ID", "STATUS", "JOBS", "DONE", "FAILED", "CREATED"], ...batches.map((batch) => [batch.id, batch.status, `${batch.jobCount}`, `${done(batch)}`, `${batch.counts.failed}`, time(batch.timing.createdAt)])]);
+}
+
 export function batchLines(batch: Batch | SubmittedBatch): string {
   const lines = [`${batch.id}  ${batch.status}  ${batch.jobCount} job(s)`];
   if ("counts" in batch) {

@@ -5,7 +5,7 @@ import { RenderbusClient } from "../client.js";
 import type { JobSpec, JobStatus } from "../types.js";
 import { configPath, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.js";
 import { EXIT, ExitError, UsageError } from "./exit-codes.js";
-import { batchLines, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
+import { batchLines, batchesTable, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
 import { JobProgress } from "./progress.js";
 import { listenAndForward, newListenSecret } from "./webhooks-listen.js";
 
@@ -150,6 +150,18 @@ export function buildProgram(): Command {
       const batch = await clientOf(command).batches.submit(specs, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
       if (output.json) printJson(output, batch);
       else output.out(batchLines(batch));
+    });
+  batches
+    .command("list")
+    .description("List batches, newest first")
+    .option("--status <status>", "running or completed")
+    .option("-n, --limit <count>", "how many to show", positiveNumber, 20)
+    .action(async (options, command: Command) => {
+      const output = outputOf(command);
+      const list = clientOf(command).batches.list({ ...(options.status ? { status: options.status } : {}), limit: Math.min(100, options.limit) });
+      const found = await list.toArray(options.limit);
+      if (output.json) printJson(output, found);
+      else output.out(batchesTable(found));
     });
   batches
     .command("get")

@@ -94,6 +94,24 @@ export const jobRoutes = [
   }),
   defineRoute({
     method: "GET",
+    url: "/batches",
+    operationId: "listBatches",
+    summary: "List batches",
+    description: "The org's batches, newest first, with counts per status; filter by status (running or completed) and cursor paginate (pass nextCursor back as cursor).",
+    tag: "batches",
+    query: z.strictObject({
+      status: z.enum(["running", "completed"]).optional(),
+      limit: z.coerce.number().int().min(1).max(100).default(50),
+      cursor: z.string().min(1).max(500).optional(),
+    }),
+    errors: ["VALIDATION_ERROR"],
+    handler: async ({ query, auth }, deps) => {
+      const page = await deps.jobs.listBatches(query, { auth });
+      return { data: page.batches.map(presentBatch), nextCursor: page.nextCursor ?? null };
+    },
+  }),
+  defineRoute({
+    method: "GET",
     url: "/batches/:batchId",
     operationId: "getBatch",
     summary: "Get a batch",

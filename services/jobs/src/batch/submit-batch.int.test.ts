@@ -84,3 +84,33 @@ describe("SubmitBatch", () => {
     expect(await codeOf(harness.client.getBatch({ batchId: batch.id }, { auth: b }))).toMatch(/^NOT_FOUND/);
   });
 });
+
+describe("ListBatches", () => {
+  it("lists only the caller's batches, newest first, filtered by status, walking pages with the cursor", async () => {
+    const auth = testAuth("pro");
+    const other = testAuth("pro");
+    const submitted: string[] = [];
+    for (let i = 0; i < 3; i += 1) submitted.push((await harness.client.submitBatch({ jobs: [metadataJob()] }, { auth })).id);
+    await harness.client.submitBatch({ jobs: [metadataJob()] }, { auth: other });
+    const cancelledBatch = await harness.client.getBatch({ batchId: submitted[0]! }, { auth });
+    await harness.client.cancelJob({ jobId: cancelledBatch.jobIds[0]! }, { auth });
+
+    const first = await harness.client.listBatches({ limit: 2 }, { auth });
+    expect(first.batches.map((batch) => batch.id)).toEqual([submitted[2], submitted[1]]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await harness.client.listBatches({ limit: 2, cursor: first.nextCursor! }, { auth });
+    expect(second.batches.map((batch) => batch.id)).toEqual([submitted[0]]);
+    expect(second.nextCursor).toBeUndefined();
+
+    const completed = await harness.client.listBatches({ limit: 10, status: "completed" }, { auth });
+    expect(completed.batches.map((batch) => batch.id)).toEqual([submitted[0]]);
+    expect(completed.batches[0]!.counts).toMatchObject({ cancelled: 1 });
+  });
+
+  it("refuses a bad status, limit or cursor", async () => {
+    const auth = testAuth("pro");
+    expect(await codeOf(harness.client.listBatches({ limit: 10, status: "done" }, { auth }))).toMatch(/^VALIDATION_ERROR: status/);
+    expect(await codeOf(harness.client.listBatches({ limit: 1000 }, { auth }))).toMatch(/^VALIDATION_ERROR: limit/);
+    expect(await codeOf(harness.client.listBatches({ limit: 10, cursor: "not-a-cursor" }, { auth }))).toMatch(/^VALIDATION_ERROR: cursor/);
+  });
+});

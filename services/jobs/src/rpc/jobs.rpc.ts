@@ -2,6 +2,7 @@ import type { jobs } from "@renderbus/contracts";
 import { validationError } from "@renderbus/errors";
 import type { AsyncService } from "@renderbus/rpc";
 import { getBatch } from "../batch/batch-view.js";
+import { listBatches } from "../batch/list-batches.js";
 import { submitBatch } from "../batch/submit-batch.js";
 import type { JobsDeps } from "../deps.js";
 import { cancelJob, completeJob, failJob, startJob } from "../job/job-commands.js";
@@ -27,6 +28,7 @@ export function jobsRpc(deps: JobsDeps): AsyncService<jobs.JobsServer> {
     cancelJob: async (request, context) => cancelJob(deps, context.requireAuth().orgId, requireId(request.jobId, "jobId")),
     submitBatch: async (request, context) => submitBatch(deps, context.requireAuth(), request),
     getBatch: async (request, context) => getBatch(deps.db, context.requireAuth().orgId, requireId(request.batchId, "batchId")),
+    listBatches: async (request, context) => listBatches(deps.db, context.requireAuth().orgId, request),
     listJobTypes: async () => listJobTypes(deps.plans),
     startJob: async (request) => ({ job: await startJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
     completeJob: async (request) => ({ job: await completeJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),

@@ -161,6 +161,18 @@ export interface GetBatchRequest {
   batchId: string;
 }
 
+export interface ListBatchesRequest {
+  /** running, completed */
+  status?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface ListBatchesResponse {
+  batches: Batch[];
+  nextCursor?: string | undefined;
+}
+
 export interface JobType {
   name: string;
   description: string;
@@ -2490,6 +2502,196 @@ export const GetBatchRequest: MessageFns<GetBatchRequest> = {
   },
 };
 
+function createBaseListBatchesRequest(): ListBatchesRequest {
+  return { status: undefined, limit: 0, cursor: undefined };
+}
+
+export const ListBatchesRequest: MessageFns<ListBatchesRequest> = {
+  encode(message: ListBatchesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== undefined) {
+      writer.uint32(10).string(message.status);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBatchesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBatchesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListBatchesRequest {
+    return {
+      status: isSet(object.status) ? globalThis.String(object.status) : undefined,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
+    };
+  },
+
+  toJSON(message: ListBatchesRequest): unknown {
+    const obj: any = {};
+    if (message.status !== undefined) {
+      obj.status = message.status;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListBatchesRequest>): ListBatchesRequest {
+    return ListBatchesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListBatchesRequest>): ListBatchesRequest {
+    const message = createBaseListBatchesRequest();
+    message.status = object.status ?? undefined;
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListBatchesResponse(): ListBatchesResponse {
+  return { batches: [], nextCursor: undefined };
+}
+
+export const ListBatchesResponse: MessageFns<ListBatchesResponse> = {
+  encode(message: ListBatchesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.batches) {
+      Batch.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBatchesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBatchesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.batches.push(Batch.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListBatchesResponse {
+    return {
+      batches: globalThis.Array.isArray(object?.batches) ? object.batches.map((e: any) => Batch.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ListBatchesResponse): unknown {
+    const obj: any = {};
+    if (message.batches?.length) {
+      obj.batches = message.batches.map((e) => Batch.toJSON(e));
+    }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListBatchesResponse>): ListBatchesResponse {
+    return ListBatchesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListBatchesResponse>): ListBatchesResponse {
+    const message = createBaseListBatchesResponse();
+    message.batches = object.batches?.map((e) => Batch.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? undefined;
+    return message;
+  },
+};
+
 function createBaseJobType(): JobType {
   return { name: "", description: "", inputs: [], paramsSchema: undefined, plans: [], output: "", price: "" };
 }
@@ -3198,6 +3400,15 @@ export const JobsService = {
     responseSerialize: (value: Batch): Buffer => Buffer.from(Batch.encode(value).finish()),
     responseDeserialize: (value: Buffer): Batch => Batch.decode(value),
   },
+  listBatches: {
+    path: "/renderbus.jobs.v1.Jobs/ListBatches" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListBatchesRequest): Buffer => Buffer.from(ListBatchesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListBatchesRequest => ListBatchesRequest.decode(value),
+    responseSerialize: (value: ListBatchesResponse): Buffer => Buffer.from(ListBatchesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListBatchesResponse => ListBatchesResponse.decode(value),
+  },
   listJobTypes: {
     path: "/renderbus.jobs.v1.Jobs/ListJobTypes" as const,
     requestStream: false as const,
@@ -3244,6 +3455,7 @@ export interface JobsServer extends UntypedServiceImplementation {
   cancelJob: handleUnaryCall<CancelJobRequest, Job>;
   submitBatch: handleUnaryCall<SubmitBatchRequest, Batch>;
   getBatch: handleUnaryCall<GetBatchRequest, Batch>;
+  listBatches: handleUnaryCall<ListBatchesRequest, ListBatchesResponse>;
   listJobTypes: handleUnaryCall<ListJobTypesRequest, ListJobTypesResponse>;
   startJob: handleUnaryCall<StartJobRequest, ReportResponse>;
   completeJob: handleUnaryCall<CompleteJobRequest, ReportResponse>;
@@ -3331,6 +3543,21 @@ export interface JobsClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Batch) => void,
+  ): ClientUnaryCall;
+  listBatches(
+    request: ListBatchesRequest,
+    callback: (error: ServiceError | null, response: ListBatchesResponse) => void,
+  ): ClientUnaryCall;
+  listBatches(
+    request: ListBatchesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListBatchesResponse) => void,
+  ): ClientUnaryCall;
+  listBatches(
+    request: ListBatchesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListBatchesResponse) => void,
   ): ClientUnaryCall;
   listJobTypes(
     request: ListJobTypesRequest,
