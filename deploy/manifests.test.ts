@@ -187,6 +187,24 @@ describe("deploy manifests", () => {
     expect(named("Service", "jaeger")).toBeDefined();
   });
 
+  it("exposes Prometheus /metrics on every service: scrape annotations name a declared port, METRICS_PORT serves it", () => {
+    for (const service of SERVICES) {
+      const deployment = serviceDeployment(service);
+      const annotations = deployment.spec.template.metadata.annotations as Record<string, string>;
+      expect(annotations?.["prometheus.io/scrape"], service).toBe("true");
+      expect(annotations["prometheus.io/path"]).toBe("/metrics");
+      const container = containerOf(deployment);
+      const port = (container.ports as Doc[]).find((each) => String(each.containerPort) === annotations["prometheus.io/port"]);
+      expect(port, `${service} declares port ${annotations["prometheus.io/port"]}`).toBeDefined();
+      // The gateway serves /metrics on its HTTP port; the others on their own METRICS_PORT.
+      const env = Object.fromEntries((container.env as Doc[]).map((entry) => [entry.name, entry.value]));
+      if (service === "gateway") expect(String(port!.containerPort)).toBe(env.GATEWAY_PORT);
+      else expect(env.METRICS_PORT, service).toBe(annotations["prometheus.io/port"]);
+    }
+    // With a port to answer on, the worker's liveness is an HTTP check, not a process listing.
+    expect(containerOf(serviceDeployment("worker")).livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+  });
+
   it("gives every service a valid configuration in Kubernetes once the Secret's placeholders are replaced", () => {
     const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
     const secrets = {
@@ -240,6 +258,25 @@ describe("docker-compose.yml", () => {
     const result = SCHEMAS[service].safeParse(env);
     expect(result.error?.issues ?? [], service).toEqual([]);
     expect(definition.healthcheck?.test, `${service} healthcheck`).toBeDefined();
+  });
+
+  it("scrapes every service with Prometheus and provisions the Grafana dashboard on it", () => {
+    const prometheus = parse(readFileSync(join(deployDir, "prometheus.yml"), "utf8")) as Doc;
+    const targets = (prometheus.scrape_configs as Doc[]).flatMap((job) => (job.static_configs as Doc[]).flatMap((config) => config.targets as string[]));
+    for (const service of SERVICES) {
+      const port = service === "gateway" ? envOf("gateway").GATEWAY_PORT : envOf(service).METRICS_PORT;
+      expect(targets, service).toContain(`${service}:${port}`);
+    }
+    expect(compose.services.prometheus.volumes[0]).toMatch(/^\.\/deploy\/prometheus\.yml:/);
+    const grafana = compose.services.grafana as Doc;
+    expect(grafana.volumes).toContain("./deploy/grafana/renderbus.json:/var/lib/grafana/dashboards/renderbus.json:ro");
+    const providers = parse(readFileSync(join(deployDir, "grafana/provisioning/dashboards/renderbus.yaml"), "utf8")) as Doc;
+    expect(providers.providers[0].options.path).toBe("/var/lib/grafana/dashboards");
+    const datasources = parse(readFileSync(join(deployDir, "grafana/provisioning/datasources/prometheus.yaml"), "utf8")) as Doc;
+    expect(datasources.datasources[0]).toMatchObject({ type: "prometheus", url: "http://prometheus:9090" });
+    // Which metrics the dashboard may query is checked against live services in e2e/tracing.e2e.test.ts.
+    const dashboard = JSON.parse(readFileSync(join(deployDir, "grafana/renderbus.json"), "utf8")) as Doc;
+    expect(dashboard.panels.length).toBeGreaterThan(5);
   });
 
   it("shares one output volume between the worker and the gateway", () => {

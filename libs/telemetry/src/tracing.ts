@@ -65,3 +65,10 @@ export function currentTraceHeaders(ctx: Context = context.active()): Record<str
 export function contextFromTraceHeaders(headers: Record<string, string | undefined>): Context {
   return propagation.extract(context.active(), headers);
 }
+
+export { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+
+/** Runs `work` in the trace described by stored headers (work done later on behalf of an earlier request). */
+export function withTraceHeaders<T>(headers: Record<string, string | undefined>, work: () => T): T {
+  return context.with(contextFromTraceHeaders(headers), work);
+}

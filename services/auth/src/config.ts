@@ -15,6 +15,8 @@ export const authConfigSchema = z
     NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
     /** Prefix of subjects and stream names; tests isolate themselves with it. */
     NATS_NAMESPACE: z.string().regex(/^[A-Za-z0-9_-]*$/, "must be letters, digits, _ or -").default(""),
+    /** Stream replicas of the streams this service declares (3 on a JetStream cluster, like the jobs service). */
+    NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
     LOG_LEVEL: env.logLevel(),
     /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
     OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),

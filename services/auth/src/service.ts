@@ -28,7 +28,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   const betterAuth = createBetterAuth(config, store, logger);
   await migrateBetterAuth(betterAuthOptions(config, store, logger), store.pool);
 
-  const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, logger });
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents]);
   const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
   const charges = await startJobChargesConsumer(bus, store, logger);

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { auth, jobs, webhooks } from "@renderbus/contracts";
 import { Bus } from "@renderbus/bus";
 import { createRpcClient } from "@renderbus/rpc";
-import { createMetricsRegistry, type Logger } from "@renderbus/telemetry";
+import { createMetricsRegistry, instrumentHttpServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
 import { createLocalOutputStore } from "@renderbus/storage";
 import type { GatewayConfig } from "./config.js";
@@ -15,11 +15,13 @@ import { JobEventHub } from "./sse/job-event-hub.js";
 export interface GatewayService {
   port: number;
   url: string;
+  /** `/metrics` is served on the HTTP port. */
+  metricsPort: number;
   stop(): Promise<void>;
 }
 
 /** Starts the gateway: clients to the services, cache invalidation, then the HTTP server. */
-export async function startGatewayService(config: GatewayConfig, { logger }: { logger: Logger }): Promise<GatewayService> {
+export async function startGatewayService(config: GatewayConfig, { logger, metrics }: { logger: Logger; metrics?: Registry }): Promise<GatewayService> {
   const bus = await Bus.connect({ url: config.NATS_URL, name: "gateway", namespace: config.NATS_NAMESPACE, logger });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
   redis.on("error", (error) => logger.warn({ err: error }, "redis error"));
@@ -45,9 +47,11 @@ export async function startGatewayService(config: GatewayConfig, { logger }: { l
     rateLimiter: new RateLimiter(redis),
     outputs: createLocalOutputStore(config.OUTPUT_DIR),
     jobEvents: new JobEventHub(bus),
-    metrics: createMetricsRegistry("gateway"),
+    metrics: metrics ?? createMetricsRegistry("gateway"),
   };
   const app = await buildApp(deps);
+  // A span per request (the root of a job's trace) and request rate/latency by route on /metrics.
+  instrumentHttpServer(app, deps.metrics);
   await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.GATEWAY_PORT;
@@ -56,6 +60,7 @@ export async function startGatewayService(config: GatewayConfig, { logger }: { l
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    metricsPort: port,
     stop: async () => {
       // Stop taking requests, let in-flight ones finish, then close clients.
       await app.close();

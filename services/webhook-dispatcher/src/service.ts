@@ -40,7 +40,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
   const { db } = database;
   await migrateToLatest(db, DISPATCHER_SCHEMA, migrations);
 
-  const bus = await Bus.connect({ url: config.NATS_URL, name: "webhook-dispatcher", namespace: config.NATS_NAMESPACE, logger });
+  const bus = await Bus.connect({ url: config.NATS_URL, name: "webhook-dispatcher", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.jobEvents, STREAMS.webhookEvents]);
 
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS);

@@ -5,12 +5,13 @@ import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { createRpcClient } from "@renderbus/rpc";
 import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
-import type { Logger } from "@renderbus/telemetry";
+import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
 import { RunningJobs } from "./dispatch/running-jobs.js";
 import { createInputAgent } from "./fetch-input/guarded-agent.js";
 import { providerError } from "./job-failure.js";
+import { registerWorkerMetrics } from "./metrics.js";
 import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
 
 /** Deliveries of one dispatch after which a job that keeps crashing the worker is failed instead of retried. */
@@ -26,6 +27,8 @@ export interface WorkerService {
 
 export interface WorkerServiceOptions {
   logger: Logger;
+  /** The process's Prometheus registry (served on METRICS_PORT by runService). */
+  metrics?: Registry;
   /** Replaces the local directory store (tests, other backends). */
   outputs?: OutputStore;
   /** Called with each ffmpeg process id (tests check that a cancelled job's process is gone). */
@@ -59,6 +62,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     fallbackLimits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024 },
   };
   const running = new RunningJobs();
+  const metrics = options.metrics ? registerWorkerMetrics(options.metrics, bus) : undefined;
 
   // Outputs outlive their download links by nothing: once the retention period is over, the files go too.
   const retentionMs = config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000;
@@ -94,9 +98,14 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
           onSpawn: (pid) => options.onProviderSpawn?.(dispatch.jobId, pid),
         });
         // A shutdown stops jobs through the same signal: give the job back to the queue at once.
-        if (outcome === "cancelled" && shuttingDown) return { retryAfterMs: 0 };
+        if (outcome === "cancelled" && shuttingDown) {
+          metrics?.dispatches.inc({ outcome: "retried" });
+          return { retryAfterMs: 0 };
+        }
+        metrics?.dispatches.inc({ outcome });
         return;
       } catch (error) {
+        metrics?.dispatches.inc({ outcome: "error" });
         if (deliveryCount >= MAX_ATTEMPTS && !(error instanceof AppError && error.code === "SERVICE_UNAVAILABLE")) {
           logger.error({ err: error, jobId: dispatch.jobId }, "job failed repeatedly; reporting it failed");
           await jobsClient.failJob({ jobId: dispatch.jobId, error: { code: "PROVIDER_ERROR", message: providerError("the worker could not run the job").message } })

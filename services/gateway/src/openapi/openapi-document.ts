@@ -2,79 +2,224 @@ import { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "@renderbus/errors";
 import type { RouteDefinition } from "../http/route.js";
 import { apiRoutes } from "../routes/index.js";
+import { extraOperations, type ExtraOperation } from "./extra-operations.js";
+import { LIST_OPERATIONS, responseDataOf, responseSchemas } from "./response-schemas.js";
+import { webhookOperations, webhookPayloadSchemas } from "./webhook-payloads.js";
 
-const IMPLIED_ERRORS: ErrorCode[] = ["UNAUTHORIZED", "RATE_LIMITED", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"];
+/** The API version the document carries (paths have no version prefix: SPEC section 1). */
+export const API_VERSION = "1.0.0";
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  jobs: "Submit, list, follow and cancel jobs",
+  batches: "Many jobs submitted and tracked as one",
+  "api-keys": "Org-scoped API keys",
+  orgs: "The organization and its webhook target",
+  billing: "Credits balance and usage ledger",
+  account: "The resolved auth context",
+  webhooks: "Delivery log, retries, test events and the live event stream",
+  mcp: "Tools for AI agents",
+};
+
+/** Every authenticated route can answer these, whatever it does. */
+const AUTHENTICATED_ERRORS: ErrorCode[] = ["UNAUTHORIZED", "RATE_LIMITED", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"];
+const UNAUTHENTICATED_ERRORS: ErrorCode[] = ["INTERNAL_ERROR", "SERVICE_UNAVAILABLE"];
+
+/** Example messages, so each documented error code shows what a client receives. */
+const EXAMPLE_MESSAGES: Record<ErrorCode, string> = {
+  UNAUTHORIZED: "Authentication is invalid or expired",
+  FORBIDDEN: "Your role does not allow this",
+  PLAN_LIMIT: "Webhooks are not included in the free plan",
+  VALIDATION_ERROR: "params.crf: Too big: expected number to be <=51",
+  INVALID_JOB_TYPE: "Unknown job type: transcode.gif",
+  INSUFFICIENT_CREDITS: "Insufficient credits: 0 available, at least 1 needed",
+  NOT_FOUND: "Job not found",
+  CONFLICT: "Job job_01JD... is completed and cannot be cancelled",
+  IDEMPOTENCY_KEY_REUSED: "Idempotency-Key was used with a different request body",
+  RATE_LIMITED: "Rate limit exceeded: 10 requests per minute",
+  PAYLOAD_TOO_LARGE: "Request body is larger than 1 MB",
+  INTERNAL_ERROR: "Internal error",
+  SERVICE_UNAVAILABLE: "A dependency is unavailable; retry later",
+};
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output" = "input") =>
   z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
 
 /** `/jobs/:jobId` -> `/jobs/{jobId}` */
-const openApiPath = (url: string) => url.replace(/:([A-Za-z]+)/g, "{$1}");
+export const openApiPath = (url: string) => url.replace(/:([A-Za-z]+)/g, "{$1}");
 
 function parametersOf(route: RouteDefinition) {
   const parameters: Record<string, unknown>[] = [];
   for (const [location, schema] of [["path", route.params], ["query", route.query]] as const) {
     if (!schema) continue;
-    const properties = (jsonSchema(schema).properties ?? {}) as Record<string, Record<string, unknown>>;
-    const required = new Set((jsonSchema(schema).required as string[] | undefined) ?? []);
+    const document = jsonSchema(schema);
+    const properties = (document.properties ?? {}) as Record<string, Record<string, unknown>>;
+    const required = new Set((document.required as string[] | undefined) ?? []);
     for (const [name, property] of Object.entries(properties)) {
       parameters.push({ name, in: location, required: location === "path" || (required.has(name) && property.default === undefined), schema: property, ...(property.description ? { description: property.description } : {}) });
     }
   }
   if (route.operationId === "submitJob" || route.operationId === "submitBatch") {
-    parameters.push({ name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Reuse on retry: a repeat within 24 h replays the first response." });
+    parameters.push({ name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Reuse on retry: a repeat within 24 h replays the first response; the same key with a different body is 422." });
   }
   return parameters;
 }
 
-function responsesOf(route: RouteDefinition) {
-  const responses: Record<string, unknown> = {
-    [String(route.successStatus ?? 200)]: { description: "Success", content: { "application/json": { schema: { type: "object", properties: { data: {} }, required: ["data"] } } } },
-  };
+const requestIdHeader = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+const rateLimitHeaders = {
+  "RateLimit-Limit": { $ref: "#/components/headers/RateLimitLimit" },
+  "RateLimit-Remaining": { $ref: "#/components/headers/RateLimitRemaining" },
+  "RateLimit-Reset": { $ref: "#/components/headers/RateLimitReset" },
+};
+
+/** One response per HTTP status, listing every error code that maps to it, each with an example body. */
+function errorResponses(codes: ErrorCode[], rateLimited: boolean) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...route.errors, ...IMPLIED_ERRORS]) {
+  for (const code of new Set(codes)) {
     const status = ERROR_CODES[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  for (const [status, codes] of byStatus) {
-    responses[String(status)] = { description: codes.join(", "), content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  const responses: Record<string, unknown> = {};
+  for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = {
+      description: statusCodes.join(" or "),
+      headers: { ...requestIdHeader, ...(status === 429 ? { "Retry-After": { $ref: "#/components/headers/RetryAfter" } } : {}), ...(rateLimited ? rateLimitHeaders : {}) },
+      content: {
+        "application/json": {
+          schema: { $ref: "#/components/schemas/Error" },
+          examples: Object.fromEntries(statusCodes.map((code) => [code, { value: { error: { code, message: EXAMPLE_MESSAGES[code] } } }])),
+        },
+      },
+    };
   }
   return responses;
 }
 
-/** The OpenAPI 3.1 document, generated from the same route table that validates requests and defines MCP tools. */
-export function buildOpenApiDocument(serverUrl: string, routes: RouteDefinition[] = apiRoutes) {
+function routeErrors(route: RouteDefinition): ErrorCode[] {
+  const errors: ErrorCode[] = [...route.errors, ...AUTHENTICATED_ERRORS];
+  if (route.body || route.query || route.params) errors.push("VALIDATION_ERROR");
+  if (route.body) errors.push("PAYLOAD_TOO_LARGE");
+  return errors;
+}
+
+/** Cursor-paginated list routes answer `{data: [...], nextCursor}`. */
+const isPaginated = (route: RouteDefinition) => route.query !== undefined && "cursor" in ((jsonSchema(route.query).properties as object | undefined) ?? {});
+
+/** The success body: `{data}` with the route's schema when known, `{data: [...], nextCursor}` for paginated lists. */
+function successSchema(route: RouteDefinition): Record<string, unknown> {
+  const known = responseDataOf[route.operationId];
+  const paginated = isPaginated(route);
+  if (!known) return { $ref: paginated ? "#/components/schemas/Page" : "#/components/schemas/Data" };
+  const item = { $ref: `#/components/schemas/${known}` };
+  const data = LIST_OPERATIONS.has(route.operationId) ? { type: "array", items: item } : item;
+  return paginated
+    ? { type: "object", required: ["data", "nextCursor"], properties: { data, nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page" } } }
+    : { type: "object", required: ["data"], properties: { data } };
+}
+
+function routeOperation(route: RouteDefinition) {
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    description: route.description,
+    tags: [route.tag],
+    security: [{ apiKey: [] }, { session: [] }],
+    parameters: parametersOf(route),
+    ...(route.body ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body) } } } } : {}),
+    responses: {
+      [String(route.successStatus ?? 200)]: {
+        description: route.successStatus === 201 ? "Created" : "Success",
+        headers: { ...requestIdHeader, ...rateLimitHeaders },
+        content: { "application/json": { schema: successSchema(route) } },
+      },
+      ...errorResponses(routeErrors(route), true),
+    },
+    ...(route.mcpTool !== false ? { "x-mcp-tool": route.mcpTool ?? route.operationId.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) } : {}),
+  };
+}
+
+function extraOperation(operation: ExtraOperation) {
+  const errors = [...operation.errors, ...(operation.authenticated ? AUTHENTICATED_ERRORS : UNAUTHENTICATED_ERRORS)];
+  const responses: Record<string, unknown> = {
+    [String(operation.success.status)]: { description: operation.success.description, headers: requestIdHeader, content: operation.success.content },
+    ...errorResponses(errors, operation.authenticated),
+  };
+  return {
+    operationId: operation.operationId,
+    summary: operation.summary,
+    description: operation.description,
+    tags: [operation.tag],
+    security: operation.authenticated ? [{ apiKey: [] }, { session: [] }] : [],
+    ...(operation.parameters ? { parameters: operation.parameters } : {}),
+    responses,
+  };
+}
+
+export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>;
+
+/**
+ * The OpenAPI 3.1 document, generated from the same route table that validates requests and defines MCP tools, plus
+ * the streaming and infrastructure routes (extra-operations.ts) and the webhook payloads (`webhooks`).
+ */
+export function buildOpenApiDocument(serverUrl: string, routes: RouteDefinition[] = apiRoutes, extras: ExtraOperation[] = extraOperations) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const path = openApiPath(route.url);
     paths[path] ??= {};
-    paths[path]![route.method.toLowerCase()] = {
-      operationId: route.operationId,
-      summary: route.summary,
-      description: route.description,
-      tags: [route.tag],
-      security: [{ apiKey: [] }, { session: [] }],
-      parameters: parametersOf(route),
-      ...(route.body ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body) } } } } : {}),
-      responses: responsesOf(route),
-    };
+    paths[path]![route.method.toLowerCase()] = routeOperation(route);
+  }
+  for (const operation of extras) {
+    paths[operation.path] ??= {};
+    paths[operation.path]![operation.method] = extraOperation(operation);
   }
   return {
     openapi: "3.1.0",
-    info: { title: "Renderbus API", version: "1.0.0", description: "Asynchronous media jobs, with signed, retried webhooks." },
+    info: {
+      title: "Renderbus API",
+      version: API_VERSION,
+      summary: "Asynchronous media jobs, with signed, retried webhooks.",
+      description:
+        "Submit media jobs (transcode, thumbnail, captions, ...), follow them by polling, Server-Sent Events or webhooks. Success bodies are `{data: ...}`; errors are `{error: {code, message}}` with the codes listed in the `Error` schema. Timestamps are epoch milliseconds. Paths carry no version prefix; this document's `info.version` is the API version.",
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
     servers: [{ url: serverUrl }],
+    tags: [...new Set([...routes.map((route) => route.tag), ...extras.map((operation) => operation.tag)])].map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),
     paths,
+    webhooks: webhookOperations,
     components: {
       securitySchemes: {
-        apiKey: { type: "http", scheme: "bearer", description: "An API key: Authorization: Bearer rb_..." },
-        session: { type: "apiKey", in: "cookie", name: "rb_session" },
+        apiKey: { type: "http", scheme: "bearer", description: "An API key: `Authorization: Bearer rb_...`" },
+        session: { type: "apiKey", in: "cookie", name: "rb_session", description: "The dashboard session (state-changing requests also need a matching Origin)" },
+      },
+      headers: {
+        RequestId: { description: "Identifies the request in logs and support requests", schema: { type: "string" } },
+        RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer" } },
+        RateLimitLimit: { description: "Requests allowed per minute for the org's plan", schema: { type: "integer" } },
+        RateLimitRemaining: { description: "Requests left in the current window", schema: { type: "integer" } },
+        RateLimitReset: { description: "Seconds until the window resets", schema: { type: "integer" } },
       },
       schemas: {
         Error: {
           type: "object",
           required: ["error"],
-          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", enum: Object.keys(ERROR_CODES) }, message: { type: "string" } } } },
+          properties: {
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: {
+                code: { type: "string", enum: Object.keys(ERROR_CODES), description: "Stable machine-readable code; the HTTP status follows from it" },
+                message: { type: "string", description: "Human-readable; names the field for VALIDATION_ERROR" },
+              },
+            },
+          },
         },
+        Data: { type: "object", required: ["data"], properties: { data: {} } },
+        Page: {
+          type: "object",
+          required: ["data", "nextCursor"],
+          properties: { data: { type: "array", items: {} }, nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page" } },
+        },
+        ...responseSchemas,
+        ...webhookPayloadSchemas,
       },
     },
   };

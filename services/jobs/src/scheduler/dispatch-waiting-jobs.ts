@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import { withTraceHeaders } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { decide } from "../job/decide.js";
 import { commitJobEvents, countActiveJobs, loadJob } from "../job/job-store.js";
@@ -43,7 +44,11 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
       if (active >= candidate.limits.concurrency) break;
       const loaded = await loadJob(trx, candidate.id);
       if (loaded.state?.status !== "waiting") continue;
-      await commitJobEvents(trx, loaded, decide(loaded.state, { type: "DispatchJob", now }), now);
+      // A pass runs in whichever request asked for it (passes coalesce): the dispatch joins the job's own trace,
+      // stored with its first event, so the worker's spans land in the trace of the request that submitted it.
+      const submitted = await trx.selectFrom("events").select("metadata").where("stream_id", "=", candidate.id).where("version", "=", 1).executeTakeFirst();
+      const state = loaded.state;
+      await withTraceHeaders(submitted?.metadata ?? {}, () => commitJobEvents(trx, loaded, decide(state, { type: "DispatchJob", now }), now));
       active += 1;
       dispatched += 1;
     }

@@ -22,6 +22,8 @@ export interface NewDelivery {
   url: string;
   body: string;
   eventAt: number;
+  /** Trace context of the causing event (the active one when omitted): every attempt becomes a span of it. */
+  traceHeaders?: Record<string, string>;
 }
 
 /**
@@ -60,6 +62,7 @@ export async function insertDeliveries(trx: Trx, deliveries: NewDelivery[], now 
         event_at: delivery.eventAt,
         first_attempt_at: null,
         created_at: now,
+        trace_headers: JSON.stringify(delivery.traceHeaders ?? currentTraceHeaders()),
       })),
     )
     .onConflict((conflict) => conflict.column("source_event_id").doNothing())

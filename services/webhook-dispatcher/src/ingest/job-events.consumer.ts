@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import { STREAMS, type Bus, type BusMessage, type ConsumerHandle } from "@renderbus/bus";
 import type { jobEvents } from "@renderbus/contracts";
-import type { Logger } from "@renderbus/telemetry";
+import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
 import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
@@ -77,6 +77,8 @@ interface PlannedEvent {
   eventId: string;
   plan: Plan;
   target: WebhookTarget | undefined;
+  /** The event's trace (groups mix events of many traces), stored with its delivery. */
+  traceHeaders: Record<string, string>;
 }
 
 /**
@@ -97,7 +99,7 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedE
       ).map((row) => row.event_id),
     );
     const deliveries: NewDelivery[] = [];
-    for (const { eventId, plan, target } of events) {
+    for (const { eventId, plan, target, traceHeaders } of events) {
       if (!fresh.has(eventId)) continue;
       // A batch's events are few next to its jobs' events: these stay one statement each.
       if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
@@ -112,6 +114,7 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedE
           url: target.url,
           body: JSON.stringify(plan.webhook.body),
           eventAt: plan.webhook.eventAt,
+          traceHeaders,
         });
       }
     }
@@ -159,7 +162,7 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
     const target = plan.webhook ? await targets.get(plan.orgId) : undefined;
-    let created = await writer.submit({ eventId, plan, target });
+    let created = await writer.submit({ eventId, plan, target, traceHeaders: currentTraceHeaders() });
     const batchId = plan.terminal?.batchId ?? plan.batchCreated?.batchId;
     if (batchId && (await createBatchDelivery(batchId, eventId))) created = true;
     if (created) options.onDeliveryCreated();

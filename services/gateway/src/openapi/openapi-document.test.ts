@@ -1,0 +1,157 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { ERROR_CODES } from "@renderbus/errors";
+import { loadPlans } from "@renderbus/plans";
+import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
+import { buildApp } from "../app.js";
+import { gatewayConfigSchema } from "../config.js";
+import type { GatewayDeps } from "../deps.js";
+import { defineRoute, type RouteDefinition } from "../http/route.js";
+import { apiRoutes } from "../routes/index.js";
+import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from "./openapi-document.js";
+import { undocumentedProblems } from "./openapi-lint.js";
+
+/** Every route the gateway registers, seen by an `onRoute` hook installed on each Fastify instance it creates. */
+const seenRoutes = vi.hoisted(() => [] as { method: string; url: string }[]);
+vi.mock("fastify", async (importOriginal) => {
+  const original = await importOriginal<typeof import("fastify")>();
+  const fastify = original.default as unknown as (options?: object) => import("fastify").FastifyInstance;
+  const create = ((options?: object) => {
+    const app = fastify(options);
+    app.addHook("onRoute", (route) => {
+      const methods: unknown = route.method;
+      for (const method of Array.isArray(methods) ? methods : [methods]) seenRoutes.push({ method: String(method), url: route.url });
+    });
+    return app;
+  }) as unknown as typeof original.default;
+  return { ...original, default: create };
+});
+
+/**
+ * Routes the gateway registers that are deliberately not in the API document, with the reason. Everything else the
+ * gateway serves must be described, or this test fails.
+ */
+const NOT_PUBLIC_API: { pattern: RegExp; reason: string }[] = [
+  { pattern: /^\/auth(\/|$)/, reason: "Better Auth's own endpoints (sign-up, sign-in, OAuth), proxied to the auth service" },
+  { pattern: /^\/\.well-known\//, reason: "OAuth discovery metadata for MCP clients (RFC 9728 / RFC 8414)" },
+  { pattern: /^\/app(\/|$)/, reason: "the dashboard's HTML and assets" },
+  { pattern: /^\/(assets|favicon)/, reason: "dashboard static files" },
+  { pattern: /^\/$/, reason: "redirect to the dashboard" },
+  { pattern: /^\/(healthz|readyz|metrics)$/, reason: "operational endpoints for orchestrators and Prometheus (docs/operations.md)" },
+  { pattern: /^\/(openapi\.json|docs)$/, reason: "this document and its rendering" },
+  { pattern: /^(GET|DELETE) \/mcp$/, reason: "answer 405: the stateless MCP transport has no standalone stream or session to delete" },
+];
+
+/** The gateway app with inert dependencies: enough to register every route (no request reaches a service here). */
+async function gatewayApp() {
+  const deps = {
+    config: gatewayConfigSchema.parse({}),
+    logger: createLogger({ service: "openapi-test", level: "silent" }),
+    plans: loadPlans(undefined),
+    metrics: createMetricsRegistry("openapi-test"),
+    jobEvents: { close: () => undefined },
+  } as unknown as GatewayDeps;
+  const app = await buildApp(deps);
+  await app.ready();
+  return app;
+}
+
+/** [METHOD, OpenAPI path] of every route the app serves (HEAD and OPTIONS are implied by GET / CORS). */
+function registeredRoutes(): [string, string][] {
+  return seenRoutes
+    .filter(({ method }) => method !== "HEAD" && method !== "OPTIONS")
+    .map(({ method, url }) => [method, openApiPath(url.replace(/\*$/, "{key}"))] as [string, string]);
+}
+
+describe("the OpenAPI document at /openapi.json", () => {
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const app = await gatewayApp();
+    const response = await app.inject({ url: "/openapi.json" });
+    expect(response.statusCode).toBe(200);
+    const document = response.json() as OpenApiDocument;
+    expect(document.openapi).toBe("3.1.0");
+    const result = await new Validator().validate(document as never);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    await app.close();
+  });
+
+  it("renders every operation and webhook at /docs, without external assets", async () => {
+    const app = await gatewayApp();
+    const response = await app.inject({ url: "/docs" });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-security-policy"]).toContain("default-src 'none'");
+    for (const route of apiRoutes) expect(response.body).toContain(`id="${route.operationId}"`);
+    for (const event of ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]) expect(response.body).toContain(`id="webhook-${event}"`);
+    await app.close();
+  });
+
+  it("describes every public route the gateway registers, and nothing it does not serve", async () => {
+    const app = await gatewayApp();
+    const document = buildOpenApiDocument("http://127.0.0.1:3000");
+    const registered = registeredRoutes();
+    expect(registered.length).toBeGreaterThan(apiRoutes.length);
+    const publicRoutes = registered.filter(([method, path]) => !NOT_PUBLIC_API.some(({ pattern }) => pattern.test(path) || pattern.test(`${method} ${path}`)));
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => [method.toUpperCase(), path] as [string, string]));
+    const key = ([method, path]: [string, string]) => `${method} ${path}`;
+    expect(publicRoutes.map(key).filter((route) => !documented.map(key).includes(route))).toEqual([]);
+    expect(documented.map(key).filter((route) => !registered.map(key).includes(route))).toEqual([]);
+    await app.close();
+  });
+
+  it("gives every operation a summary, a description and 4xx responses with the error schema", () => {
+    expect(undocumentedProblems(buildOpenApiDocument("http://127.0.0.1:3000"))).toEqual([]);
+  });
+
+  it("fails the check for a route without a description", () => {
+    const undocumented = defineRoute({
+      method: "GET",
+      url: "/widgets",
+      operationId: "listWidgets",
+      summary: "List widgets",
+      description: "",
+      tag: "Jobs",
+      errors: [],
+      handler: async () => ({ data: [] }),
+    }) as RouteDefinition;
+    expect(undocumentedProblems(buildOpenApiDocument("http://x", [...apiRoutes, undocumented]))).toEqual(["GET /widgets: no description"]);
+  });
+
+  it("documents every SPEC error code, each under its HTTP status", () => {
+    const document = buildOpenApiDocument("http://127.0.0.1:3000");
+    const seen = new Set<string>();
+    for (const operations of Object.values(document.paths)) {
+      for (const operation of Object.values(operations) as { responses: Record<string, { content?: Record<string, { examples?: Record<string, unknown> }> }> }[]) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const code of Object.keys(response.content?.["application/json"]?.examples ?? {})) {
+            expect(String(ERROR_CODES[code as keyof typeof ERROR_CODES]), code).toBe(status);
+            seen.add(code);
+          }
+        }
+      }
+    }
+    expect([...seen].sort()).toEqual(Object.keys(ERROR_CODES).sort());
+  });
+
+  it("lists the webhook payloads under `webhooks`, one per event, matching what the dispatcher sends", () => {
+    const document = buildOpenApiDocument("http://127.0.0.1:3000");
+    expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "job.completed", "job.failed", "job.running", "webhook.test"]);
+    const schemas = document.components.schemas as Record<string, { required?: readonly string[]; properties?: Record<string, unknown> }>;
+    // SPEC section 7: job.failed carries no cost; job.completed carries result, cost and timing.
+    expect(schemas.JobFailedEvent!.properties).not.toHaveProperty("cost");
+    expect(schemas.JobCompletedEvent!.required).toEqual(["event", "jobId", "result", "cost", "timing"]);
+    const headers = (document.webhooks["job.completed"].post.parameters as { name: string }[]).map((parameter) => parameter.name);
+    expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt"]));
+  });
+
+  it("describes request bodies with the same schemas that validate them (unknown fields rejected)", () => {
+    const document = buildOpenApiDocument("http://127.0.0.1:3000");
+    const submit = (document.paths["/jobs"] as Record<string, { requestBody: { content: { "application/json": { schema: Record<string, unknown> } } } }>).post!;
+    const schema = submit.requestBody.content["application/json"].schema;
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.required).toContain("type");
+    const validating = z.toJSONSchema(apiRoutes.find((route) => route.operationId === "submitJob")!.body!, { unrepresentable: "any" }) as { properties: object };
+    expect(Object.keys(schema.properties as object)).toEqual(Object.keys(validating.properties));
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * The webhook payloads as JSON Schema, for the OpenAPI document's top-level `webhooks` (OpenAPI 3.1). Shapes follow
+ * SPEC section 7 and the dispatcher's `deliveries/payloads.ts`, which builds the exact bytes that are signed.
+ */
+
+const epochMs = { type: "integer", description: "Epoch milliseconds" } as const;
+const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseconds, null until reached" } as const;
+const jobId = { type: "string", pattern: "^job_", examples: ["job_01JD3Z8X9K2M4N6P8R0T2V4W6Y"] } as const;
+
+export const webhookPayloadSchemas = {
+  JobRunningEvent: {
+    type: "object",
+    required: ["event", "jobId", "type", "timing"],
+    properties: {
+      event: { const: "job.running" },
+      jobId,
+      type: { type: "string", description: "The job type, e.g. transcode" },
+      timing: { type: "object", required: ["createdAt", "startedAt"], properties: { createdAt: epochMs, startedAt: epochMs } },
+    },
+  },
+  JobCompletedEvent: {
+    type: "object",
+    required: ["event", "jobId", "result", "cost", "timing"],
+    properties: {
+      event: { const: "job.completed" },
+      jobId,
+      result: {
+        type: "object",
+        required: ["url", "metadata"],
+        properties: {
+          url: { type: ["string", "null"], format: "uri", description: "Signed, expiring download URL of the output" },
+          metadata: {
+            type: "object",
+            required: ["durationMs", "width", "height", "fileSize"],
+            properties: {
+              durationMs: { type: ["integer", "null"] },
+              width: { type: ["integer", "null"] },
+              height: { type: ["integer", "null"] },
+              fileSize: { type: ["integer", "null"] },
+            },
+          },
+        },
+      },
+      cost: {
+        type: "object",
+        required: ["credits", "breakdown"],
+        properties: { credits: { type: "integer", minimum: 0 }, breakdown: { type: "string", examples: ["2m7s video @1080p"] } },
+      },
+      timing: { $ref: "#/components/schemas/JobTiming" },
+    },
+  },
+  JobFailedEvent: {
+    type: "object",
+    required: ["event", "jobId", "error", "timing"],
+    description: "No `cost` member: failed jobs are not charged.",
+    properties: {
+      event: { const: "job.failed" },
+      jobId,
+      error: {
+        type: "object",
+        required: ["code", "message"],
+        properties: { code: { type: "string", enum: ["PROVIDER_ERROR", "PROVIDER_TIMEOUT", "INPUT_ERROR", "INSUFFICIENT_CREDITS"] }, message: { type: "string" } },
+      },
+      timing: { $ref: "#/components/schemas/JobTiming" },
+    },
+  },
+  BatchCompletedEvent: {
+    type: "object",
+    required: ["event", "batchId", "jobCount", "counts", "timing"],
+    properties: {
+      event: { const: "batch.completed" },
+      batchId: { type: "string", pattern: "^batch_" },
+      jobCount: { type: "integer", minimum: 1 },
+      counts: {
+        type: "object",
+        required: ["completed", "failed", "cancelled"],
+        properties: { completed: { type: "integer" }, failed: { type: "integer" }, cancelled: { type: "integer" } },
+      },
+      timing: { type: "object", required: ["createdAt", "completedAt"], properties: { createdAt: epochMs, completedAt: epochMs } },
+    },
+  },
+  WebhookTestEvent: {
+    type: "object",
+    required: ["event", "orgId", "message", "timing"],
+    properties: {
+      event: { const: "webhook.test" },
+      orgId: { type: "string", pattern: "^org_" },
+      message: { type: "string" },
+      timing: { type: "object", required: ["createdAt"], properties: { createdAt: epochMs } },
+    },
+  },
+  JobTiming: {
+    type: "object",
+    required: ["createdAt", "startedAt", "completedAt"],
+    properties: { createdAt: epochMs, startedAt: epochMsOrNull, completedAt: epochMsOrNull },
+  },
+} as const;
+
+/** Headers on every delivery (the brand `Renderbus` is configurable with WEBHOOK_HEADER_BRAND). */
+const deliveryHeaders = [
+  { name: "X-Renderbus-Signature", description: "`sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time." },
+  { name: "X-Renderbus-Event", description: "The event name, e.g. job.completed" },
+  { name: "X-Renderbus-Delivery", description: "The delivery id (`del_...`), stable across attempts: dedupe on it" },
+  { name: "X-Renderbus-Attempt", description: "1 for the first attempt, then 2, 3, 4 for the retries" },
+  { name: "User-Agent", description: "Renderbus-Webhooks/<version>" },
+].map(({ name, description }) => ({ name, in: "header", required: true, description, schema: { type: "string" } }));
+
+const receiverResponses = {
+  "2XX": { description: "Received. Any 2xx within 10 s counts as delivered." },
+  default: { description: "Anything else (including 3xx and timeouts) is a failed attempt, retried 5 s, 25 s and 125 s later." },
+};
+
+const webhook = (event: string, schema: string, summary: string, description: string) => ({
+  post: {
+    operationId: `webhook_${event.replace(".", "_")}`,
+    summary,
+    description: `${description} Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.`,
+    tags: ["webhooks"],
+    parameters: deliveryHeaders,
+    requestBody: { required: true, content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } } },
+    responses: receiverResponses,
+  },
+});
+
+/** The OpenAPI `webhooks` object: what Renderbus POSTs to an org's webhookUrl. */
+export const webhookOperations = {
+  "job.running": webhook("job.running", "JobRunningEvent", "A job's provider process started", "Sent when a job enters `running`."),
+  "job.completed": webhook("job.completed", "JobCompletedEvent", "A job completed", "Sent once a job's output is stored and its cost captured."),
+  "job.failed": webhook("job.failed", "JobFailedEvent", "A job failed", "Sent when a job fails (provider error, timeout, bad input or credits); no charge."),
+  "batch.completed": webhook("batch.completed", "BatchCompletedEvent", "Every job of a batch is terminal", "Sent exactly once per batch, when its last job completes, fails or is cancelled."),
+  "webhook.test": webhook("webhook.test", "WebhookTestEvent", "A test event", "Sent by `POST /webhooks/test` to check a receiver and its signature verification."),
+};
