@@ -30,6 +30,9 @@ export function createDatabase<DB>({ url, schema, maxConnections = 10, applicati
   });
   // An idle client losing its connection (database restart) must not crash the process; the pool replaces it.
   pool.on("error", () => undefined);
+  // Nor may a checked-out one (a transaction awaiting NATS or gRPC between queries): pg emits "error" on the client,
+  // which has no listener while checked out. The pending query fails on its own and the pool drops the client.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return { db, pool, schema, close: () => db.destroy() };
 }

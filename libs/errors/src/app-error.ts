@@ -44,8 +44,25 @@ export const insufficientCredits = (message = "Credit balance is too low for thi
 export const serviceUnavailable = (message = "A dependency is unavailable; retry later"): AppError =>
   new AppError("SERVICE_UNAVAILABLE", message);
 
-/** Converts anything thrown into an AppError; unknown errors become INTERNAL_ERROR without leaking details. */
+/** Socket errors of a dependency (PostgreSQL, NATS, another service) that is down or restarting. */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH"]);
+
+/**
+ * True for errors that mean "a dependency is down, retry later" rather than a bug: unreachable sockets, PostgreSQL
+ * connection failures (SQLSTATE class 08) and shutdowns (57P01-57P03), and pg's "Connection terminated".
+ */
+export function isDependencyUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08") || /^57P0[123]$/.test(code))) return true;
+  return typeof message === "string" && /^Connection terminated/.test(message);
+}
+
+/**
+ * Converts anything thrown into an AppError: a dependency outage becomes SERVICE_UNAVAILABLE (SPEC: 503, retry
+ * later); other unknown errors become INTERNAL_ERROR without leaking details.
+ */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  if (isDependencyUnavailable(error)) return serviceUnavailable();
   return new AppError("INTERNAL_ERROR", "Internal error");
 }

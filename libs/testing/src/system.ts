@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { getFreePort } from "./local-process.js";
@@ -82,12 +83,13 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     new Promise<void>((resolve) => {
       const child = children.get(service);
       if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => child.kill("SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
+      const timer = setTimeout(() => killTree(child, "SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
         resolve();
       });
-      child.kill(signal);
+      if (signal === "SIGKILL") killTree(child, signal);
+      else child.kill(signal);
     });
 
   const extraGateways: ChildProcess[] = [];
@@ -116,7 +118,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     },
   };
   process.once("exit", () => {
-    for (const child of children.values()) child.kill("SIGKILL");
+    for (const child of children.values()) killTree(child, "SIGKILL");
   });
   try {
     for (const service of SERVICES) await start(service);
@@ -125,6 +127,27 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     throw error;
   }
   return system;
+}
+
+/**
+ * SIGKILLs a service for real: `tsx` runs the service in a child node process and relays signals to it, but a
+ * SIGKILL cannot be relayed, so killing only the wrapper would leave the service running (and still serving).
+ */
+function killTree(child: ChildProcess, signal: NodeJS.Signals): void {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // not Linux, or already gone
+  }
+  for (const pid of children) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+  child.kill(signal);
 }
 
 /** Waits until a service answers: gRPC health for the internal ones, /readyz for the gateway, a grace for the worker. */

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from "kysely";
-import { insufficientCredits, notFound } from "@renderbus/errors";
-import { newId } from "@renderbus/ids";
+import { insufficientCredits, notFound, validationError } from "@renderbus/errors";
+import { isId, newId } from "@renderbus/ids";
 import type { AuthTables, LedgerKind } from "../database.js";
 
 /**
@@ -166,6 +166,8 @@ export interface LedgerPage {
 
 /** The org's ledger, newest first; the cursor is the last entry id of the previous page. */
 export async function listLedger(db: Db, orgId: string, limit: number, cursor?: string): Promise<LedgerPage> {
+  // A cursor we never issued would silently restart the listing (or skip entries); say so instead.
+  if (cursor && !isId("led", cursor)) throw validationError("cursor: is invalid");
   let query = db.selectFrom("credit_ledger").selectAll().where("org_id", "=", orgId).orderBy("id", "desc").limit(limit + 1);
   if (cursor) query = query.where("id", "<", cursor);
   const rows = await query.execute();
