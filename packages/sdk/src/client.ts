@@ -27,7 +27,7 @@ import type {
 export interface RenderbusClientOptions {
   /** An API key (`rb_...`); sent as `Authorization: Bearer`. */
   apiKey: string;
-  /** The gateway URL, e.g. `https://api.renderbus.example` (default `http://127.0.0.1:8080`). */
+  /** The gateway URL, e.g. `https://api.renderbus.example` (default `http://127.0.0.1:3000`). */
   baseUrl?: string;
   retry?: RetryOptions;
   /** Per request attempt, in ms (default 60 s). */
@@ -62,7 +62,7 @@ export class RenderbusClient {
     if (!options.apiKey) throw new TypeError("RenderbusClient: apiKey is required");
     this.transport = new Transport({
       apiKey: options.apiKey,
-      baseUrl: options.baseUrl ?? "http://127.0.0.1:8080",
+      baseUrl: options.baseUrl ?? "http://127.0.0.1:3000",
       ...(options.retry ? { retry: options.retry } : {}),
       ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),

@@ -10,7 +10,7 @@ export interface CliConfig {
   listenSecret?: string;
 }
 
-export const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
+export const DEFAULT_BASE_URL = "http://127.0.0.1:3000";
 
 /** `$RENDERBUS_CONFIG`, else `$XDG_CONFIG_HOME/renderbus/config.json`, else `~/.config/renderbus/config.json`. */
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {

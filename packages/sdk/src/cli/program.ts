@@ -210,7 +210,7 @@ export function buildProgram(): Command {
   webhooks
     .command("listen")
     .description("Forward the org's webhooks, signed with a local secret, to a local URL (like `stripe listen`)")
-    .requiredOption("--forward-to <url>", "local URL to POST each webhook to, e.g. http://localhost:3000/hook")
+    .requiredOption("--forward-to <url>", "local URL to POST each webhook to, e.g. http://localhost:4000/hook")
     .option("--secret <secret>", "local signing secret (default: a saved one, generated on first use)")
     .option("--events <list>", "comma-separated events to forward (default: all)")
     .option("--brand <brand>", "header brand, X-<brand>-Signature", "Renderbus")
