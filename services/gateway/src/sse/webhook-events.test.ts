@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-// The dispatcher builds the bodies it signs with these; the stream must produce the same bytes (test-only import).
-import {
-  batchCompletedPayload,
-  jobCompletedPayload,
-  jobFailedPayload,
-  jobRunningPayload,
-  webhookTestPayload,
-} from "../../../webhook-dispatcher/src/deliveries/payloads.js";
+// The dispatcher builds the bodies it signs with these; the stream must produce the same bytes.
+import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "@renderbus/webhook-payloads";
 import { batchCompletedWebhook, testWebhook, webhookForJobEvent } from "./webhook-events.js";
 
 const timing = { createdAt: 1_000, dispatchedAt: 1_100, startedAt: 1_200, completedAt: 3_000 };

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
-import type { jobEvents, jobs, webhooks } from "@renderbus/contracts";
+import type { jobEvents, webhooks } from "@renderbus/contracts";
+import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "@renderbus/webhook-payloads";
 import { planLimit } from "@renderbus/errors";
 import type { GatewayDeps } from "../deps.js";
 import { authenticate } from "../auth/authenticate.js";
@@ -21,8 +22,8 @@ export interface StreamedWebhook {
  * plan with webhooks.
  *
  * The gateway has no access to the dispatcher's delivery rows, so it builds the payloads from the same events the
- * dispatcher consumes (job events, batch completions, test deliveries), with the seed's payload shapes and member
- * order, which makes the bytes equal to what the dispatcher signs. Each open stream holds its own core NATS
+ * dispatcher consumes (job events, batch completions, test deliveries) with the same builders
+ * (@renderbus/webhook-payloads), which makes the bytes equal to what the dispatcher signs. Each open stream holds its own core NATS
  * subscriptions: this is a developer tool with few concurrent listeners, unlike job SSE (see JobEventHub).
  */
 export function registerWebhookEventStream(app: FastifyInstance, deps: GatewayDeps): void {
@@ -68,44 +69,22 @@ export function registerWebhookEventStream(app: FastifyInstance, deps: GatewayDe
   });
 }
 
-const orNull = (value: number | undefined | null): number | null => (value === undefined ? null : value);
+const webhook = (id: string, body: { event: string }): StreamedWebhook => ({ id, event: body.event, body: JSON.stringify(body) });
 
-function jobTiming(timing: jobs.JobTiming | undefined) {
-  return { createdAt: timing?.createdAt ?? null, startedAt: orNull(timing?.startedAt), completedAt: orNull(timing?.completedAt) };
-}
-
-/** The seed's job payloads (section 6), built exactly as the dispatcher builds them from the same event. */
+/** The webhook a job event causes, built by the same code as the dispatcher's (@renderbus/webhook-payloads). */
 export function webhookForJobEvent(subject: string, data: unknown): StreamedWebhook | undefined {
   switch (subject) {
     case "jobs.events.job.running": {
       const started = data as jobEvents.JobStarted;
-      const body = { event: "job.running", jobId: started.jobId, type: started.type, timing: { createdAt: started.createdAt, startedAt: started.startedAt } };
-      return { id: `job.running:${started.jobId}`, event: body.event, body: JSON.stringify(body) };
+      return webhook(`job.running:${started.jobId}`, jobRunningPayload(started));
     }
     case "jobs.events.job.completed": {
       const completed = data as jobEvents.JobCompleted;
-      const metadata = completed.result?.metadata;
-      const body = {
-        event: "job.completed",
-        jobId: completed.jobId,
-        result: {
-          url: completed.result?.url ?? null,
-          metadata: { durationMs: orNull(metadata?.durationMs), width: orNull(metadata?.width), height: orNull(metadata?.height), fileSize: orNull(metadata?.fileSize) },
-        },
-        cost: { credits: completed.cost?.credits ?? 0, breakdown: completed.cost?.breakdown ?? "" },
-        timing: jobTiming(completed.timing),
-      };
-      return { id: `job.completed:${completed.jobId}`, event: body.event, body: JSON.stringify(body) };
+      return webhook(`job.completed:${completed.jobId}`, jobCompletedPayload(completed));
     }
     case "jobs.events.job.failed": {
       const failed = data as jobEvents.JobFailed;
-      const body = {
-        event: "job.failed",
-        jobId: failed.jobId,
-        error: { code: failed.error?.code ?? "PROVIDER_ERROR", message: failed.error?.message ?? "" },
-        timing: jobTiming(failed.timing),
-      };
-      return { id: `job.failed:${failed.jobId}`, event: body.event, body: JSON.stringify(body) };
+      return webhook(`job.failed:${failed.jobId}`, jobFailedPayload(failed));
     }
     default:
       // job.queued, job.dispatched, job.cancelled: no webhook (seed section 6).
@@ -114,19 +93,12 @@ export function webhookForJobEvent(subject: string, data: unknown): StreamedWebh
 }
 
 export function batchCompletedWebhook(batch: webhooks.BatchCompleted): StreamedWebhook {
-  const body = {
-    event: "batch.completed",
-    batchId: batch.batchId,
-    jobCount: batch.jobCount,
-    counts: { completed: batch.completed ?? 0, failed: batch.failed ?? 0, cancelled: batch.cancelled ?? 0 },
-    timing: { createdAt: batch.createdAt, completedAt: batch.completedAt },
-  };
-  return { id: `batch.completed:${batch.batchId}`, event: body.event, body: JSON.stringify(body) };
+  const counts = { completed: batch.completed ?? 0, failed: batch.failed ?? 0, cancelled: batch.cancelled ?? 0 };
+  return webhook(`batch.completed:${batch.batchId}`, batchCompletedPayload({ batchId: batch.batchId, jobCount: batch.jobCount, counts, createdAt: batch.createdAt, completedAt: batch.completedAt }));
 }
 
 /** A test delivery is announced once when created (pending, no attempt yet); its payload is built from that moment. */
 export function testWebhook(update: webhooks.DeliveryUpdated): StreamedWebhook | undefined {
   if (update.event !== "webhook.test" || update.status !== "pending" || (update.attempts ?? 0) !== 0) return undefined;
-  const body = { event: "webhook.test", orgId: update.orgId, message: "This is a test event from Renderbus", timing: { createdAt: update.occurredAt } };
-  return { id: update.deliveryId, event: body.event, body: JSON.stringify(body) };
+  return webhook(update.deliveryId, webhookTestPayload(update.orgId, update.occurredAt));
 }

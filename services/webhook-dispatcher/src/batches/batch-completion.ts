@@ -2,7 +2,7 @@ import { sql, type Transaction } from "kysely";
 import { enqueueOutbox } from "@renderbus/db";
 import type { webhooks } from "@renderbus/contracts";
 import type { DispatcherTables } from "../database.js";
-import type { BatchCounts } from "../deliveries/payloads.js";
+import type { BatchCounts } from "@renderbus/webhook-payloads";
 
 type Trx = Transaction<DispatcherTables>;
 

@@ -5,7 +5,7 @@ import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
 import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
-import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "../deliveries/payloads.js";
+import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
 

@@ -13,7 +13,7 @@ import {
   restartDelivery,
   toDeliveryMessage,
 } from "../deliveries/delivery.repository.js";
-import { webhookTestPayload } from "../deliveries/payloads.js";
+import { webhookTestPayload } from "@renderbus/webhook-payloads";
 import type { DeliverySender } from "../sending/delivery-sender.js";
 import type { WebhookTargets } from "../targets/webhook-targets.js";
 

@@ -1,5 +1,11 @@
 import type { jobEvents } from "@renderbus/contracts";
 
+/**
+ * The JSON bodies of webhooks (seed section 6, SPEC section 7), built from job and batch events. One definition for
+ * the dispatcher, which signs and sends them, and the gateway's webhook event stream (`renderbus webhooks listen`),
+ * which must produce the same bytes. Member order is part of the contract: receivers see these exact bytes.
+ */
+
 /** Events a webhook can carry (SPEC section 7). */
 export type WebhookEvent = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test";
 
