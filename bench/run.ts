@@ -56,7 +56,9 @@ async function main(): Promise<number> {
       createBenchOrg(cliEnv, { name: "bench main", plan: "scale" }),
       createBenchOrg(cliEnv, { name: "bench batch", plan: "scale", webhookUrl: receiver.url }),
       createBenchOrg(cliEnv, { name: "bench accept", plan: "pro" }),
-      ...Array.from({ length: 8 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
+      // 16 orgs: the per-org in-flight cap (8) is global across replicas, so two replicas need 16 orgs to fill their
+      // 2 x 64 attempt slots; with 8 the scale-out figure measured the cap, not the second replica.
+      ...Array.from({ length: 16 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
     ]);
     const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}) };
 

@@ -125,7 +125,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
       scaleCheck,
     ],
     notes: [
-      `Synthetic job.running events spread over ${orgIds.length} starter orgs (the per-org in-flight cap is 8, so ${orgIds.length} orgs can fill the ${DISPATCHER_CONCURRENCY} slots of one replica). Each delivery is signed, recorded (attempt row + outbox event) and projected onto the job by the jobs service, as in production.`,
+      `Synthetic job.running events spread over ${orgIds.length} starter orgs (the per-org in-flight cap of 8 holds across replicas, so ${orgIds.length} orgs can fill ${(orgIds.length * 8) / DISPATCHER_CONCURRENCY} replicas' ${DISPATCHER_CONCURRENCY} slots). Each delivery is signed, recorded (attempt row + outbox event) and projected onto the job by the jobs service, as in production.`,
       "deliveries/s counts first attempts between the first and the last arrival at the receiver.",
     ],
     data: { baseline, throughput, scaleOut, receiverBound },
