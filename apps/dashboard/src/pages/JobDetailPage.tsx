@@ -3,8 +3,9 @@ import { api, withQuery } from "../api";
 import { creditCount, formatBytes, formatDuration, formatTime, isTerminal, previewKind } from "../format";
 import { useJobEvents } from "../live";
 import { Link } from "../router";
-import { ConfirmDialog, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
-import type { Delivery, DeliveryAttempt, Job, JobType, WebhookDeliverySummary } from "../types";
+import { DeliveriesTable } from "../components/DeliveriesTable";
+import { ConfirmDialog, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, useResource } from "../components/ui";
+import type { Delivery, Job, JobType, WebhookDeliverySummary } from "../types";
 
 // Webhook deliveries reach the job record shortly after the job's own events; keep refreshing for a while after
 // the job finishes, and while any delivery is still pending a retry.
@@ -236,72 +237,9 @@ function Deliveries({ jobId, deliveries, onRetried }: { jobId: string; deliverie
           </p>
         </EmptyState>
       ) : (
-        <TableWrap label="Webhook deliveries">
-          <table className="table table-stack">
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last attempt</th>
-                <th scope="col">Response</th>
-                <th scope="col">Next attempt</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.map((delivery) => (
-                <tr key={delivery.id} data-delivery-id={delivery.id}>
-                  <td data-label="Event">
-                    <span className="mono">{delivery.event}</span>
-                  </td>
-                  <td data-label="Status">
-                    <StatusBadge status={delivery.status} />
-                  </td>
-                  <td data-label="Attempts">
-                    <AttemptLog count={delivery.attempts} attempts={attemptsOf(delivery.id)} />
-                  </td>
-                  <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
-                  <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
-                  <td data-label="Next attempt">{formatTime(delivery.nextAttemptAt)}</td>
-                  <td data-label="Actions">
-                    <button
-                      type="button"
-                      className="button button-small"
-                      onClick={() => void retry(delivery.id)}
-                      disabled={delivery.status === "pending" || retrying === delivery.id}
-                      aria-label={`Retry ${delivery.event} delivery`}
-                    >
-                      {retrying === delivery.id ? "Retrying…" : "Retry"}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DeliveriesTable label="Webhook deliveries" deliveries={deliveries} showNextAttempt attemptsOf={attemptsOf} retrying={retrying} onRetry={(id) => void retry(id)} />
       )}
     </section>
   );
 }
 
-function AttemptLog({ count, attempts }: { count: number; attempts: DeliveryAttempt[] }) {
-  if (attempts.length === 0) return <>{count}</>;
-  return (
-    <details className="attempts">
-      <summary>
-        {count} {count === 1 ? "attempt" : "attempts"}
-      </summary>
-      <ol>
-        {attempts.map((attempt) => (
-          <li key={attempt.attempt}>
-            #{attempt.attempt} at {formatTime(attempt.startedAt)}: {attempt.responseStatus !== null ? `HTTP ${attempt.responseStatus}` : (attempt.error ?? "no response")} in{" "}
-            {attempt.latencyMs} ms
-          </li>
-        ))}
-      </ol>
-    </details>
-  );
-}

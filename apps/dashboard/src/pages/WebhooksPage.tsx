@@ -1,9 +1,9 @@
 import { useState, type FormEvent } from "react";
 import { api, withQuery } from "../api";
-import { formatTime } from "../format";
 import { Link } from "../router";
 import { useSession } from "../session";
-import { EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
+import { DeliveriesTable } from "../components/DeliveriesTable";
+import { EmptyState, ErrorMessage, Loading, Notice, PageHeader, useResource } from "../components/ui";
 import type { Delivery, Org } from "../types";
 
 const WEBHOOK_PLANS = new Set(["starter", "pro", "scale"]);
@@ -183,48 +183,7 @@ function RecentDeliveries() {
           <p>Send a test event or submit a job to see deliveries here.</p>
         </EmptyState>
       ) : (
-        <TableWrap label="Recent deliveries">
-          <table className="table table-stack">
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Job</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last attempt</th>
-                <th scope="col">Response</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((delivery) => (
-                <tr key={delivery.id} data-delivery-id={delivery.id}>
-                  <td data-label="Event" className="mono">{delivery.event}</td>
-                  <td data-label="Status">
-                    <StatusBadge status={delivery.status} />
-                  </td>
-                  <td data-label="Job">{delivery.jobId ? <Link to={`/jobs/${delivery.jobId}`} className="mono">{delivery.jobId}</Link> : "-"}</td>
-                  <td data-label="Attempts">{delivery.attempts}</td>
-                  <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
-                  <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
-                  <td data-label="Actions">
-                    <button
-                      type="button"
-                      className="button button-small"
-                      onClick={() => void retry(delivery.id)}
-                      disabled={delivery.status === "pending" || retrying === delivery.id}
-                      aria-label={`Retry ${delivery.event} delivery ${delivery.id}`}
-                    >
-                      Retry
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob retrying={retrying} onRetry={(id) => void retry(id)} />
       )}
     </section>
   );
