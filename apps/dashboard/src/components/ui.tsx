@@ -166,3 +166,24 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[]) {
   }, [reload]);
   return { ...state, reload, setData: (data: T) => setState({ data, loading: false }) };
 }
+
+/**
+ * A user action (a form submit, a button): `busy` while it runs, and its error kept for <ErrorMessage> until the
+ * next run.
+ */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const run = async (action: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await action();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
+}

@@ -1,24 +1,15 @@
-import { useState, type FormEvent } from "react";
+import type { FormEvent } from "react";
 import { Link } from "../router";
 import { useSession } from "../session";
-import { ErrorMessage, PageHeader } from "../components/ui";
+import { ErrorMessage, PageHeader, useAction } from "../components/ui";
 
 export function SignInPage() {
   const session = useSession();
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    setBusy(true);
-    setError(undefined);
-    try {
-      await session.signIn(String(form.get("email")), String(form.get("password")));
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    await run(() => session.signIn(String(form.get("email")), String(form.get("password"))));
   };
   return (
     <div className="auth-card">
@@ -52,20 +43,11 @@ export function SignInPage() {
 
 export function SignUpPage() {
   const session = useSession();
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    setBusy(true);
-    setError(undefined);
-    try {
-      await session.signUp(String(form.get("name")), String(form.get("email")), String(form.get("password")));
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    await run(() => session.signUp(String(form.get("name")), String(form.get("email")), String(form.get("password"))));
   };
   return (
     <div className="auth-card">

@@ -3,9 +3,9 @@ import { api, withQuery } from "../api";
 import { formatTime } from "../format";
 import { Link, useRouter } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
-import type { Batch } from "../types";
+import type { Batch, JobStatus } from "../types";
 
-const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
+const STATUSES: JobStatus[] = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
 const PAGE_SIZE = 20;
 
 interface BatchList {
