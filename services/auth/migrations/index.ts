@@ -2,8 +2,9 @@ import { sql, type Kysely } from "kysely";
 import { createEventStoreTables, type Migrations } from "@renderbus/db";
 
 /**
- * The `auth` schema's own tables. Better Auth's tables (user, session, account, verification) live in the same
- * schema but are created by Better Auth's `getMigrations` at start (see src/sessions/better-auth.ts).
+ * The `auth` schema's own tables. Better Auth's tables (user, session, account, verification, and the organization
+ * plugin's organization, member, invitation) live in the same schema but are created by Better Auth's
+ * `getMigrations`, which runs BEFORE these (see src/store.ts), so a migration here may read and fill them.
  * Typed against Kysely<any> so each migration stays frozen in time.
  */
 export const migrations: Migrations = {
@@ -68,6 +69,22 @@ export const migrations: Migrations = {
       await sql`create index credit_ledger_job on credit_ledger (job_id) where job_id is not null`.execute(db);
       // Only the outbox is used; the event-store table comes along with the lib's helper.
       await createEventStoreTables(db, "auth");
+    },
+  },
+  "2026-11-24-001-organizations-on-better-auth": {
+    // Organizations and memberships move to Better Auth's organization plugin (invitations, member management).
+    // `orgs` keeps what is Renderbus's own: plan, webhook target, and the anchor of keys and credits.
+    async up(db: Kysely<any>) {
+      await sql`
+        insert into organization (id, name, slug, "createdAt")
+        select id, name, lower(id), to_timestamp(created_at / 1000.0) from orgs
+        on conflict (id) do nothing`.execute(db);
+      await sql`
+        insert into member (id, "organizationId", "userId", role, "createdAt")
+        select gen_random_uuid()::text, org_id, user_id, role, to_timestamp(created_at / 1000.0) from members`.execute(db);
+      await sql`drop table members`.execute(db);
+      await sql`alter table orgs drop column name`.execute(db);
+      await sql`alter table orgs add constraint orgs_organization_fk foreign key (id) references organization(id) on delete cascade`.execute(db);
     },
   },
 };

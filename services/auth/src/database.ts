@@ -4,18 +4,25 @@ import type { PlanName } from "@renderbus/plans";
 export type Role = "owner" | "admin" | "member";
 export type LedgerKind = "grant" | "reserve" | "capture" | "release";
 
-/** Rows of the `auth` schema's own tables (Better Auth's tables are reached through Better Auth only). */
+/**
+ * Rows of the `auth` schema's tables. `organization` and `member` belong to Better Auth's organization plugin: they
+ * are written through Better Auth only, and read here directly because resolving a session's org is on the hot path.
+ */
 export interface AuthTables extends EventStoreTables {
+  organization: { id: string; name: string; slug: string; logo: string | null; metadata: string | null; createdAt: Date };
+  /** `role` is Better Auth's: one role, or several separated by commas (see `effectiveRole`). */
+  member: { id: string; organizationId: string; userId: string; role: string; createdAt: Date };
+  /** Better Auth's session table: only the organization plugin's active organization is touched directly. */
+  session: { id: string; userId: string; activeOrganizationId: string | null };
+  /** Renderbus's side of an organization (same id as `organization`): plan, webhook target, billing. */
   orgs: {
     id: string;
-    name: string;
     plan: PlanName;
     webhook_url: string | null;
     webhook_secret_encrypted: string | null;
     created_at: number;
     updated_at: number;
   };
-  members: { org_id: string; user_id: string; role: Role; created_at: number };
   api_keys: {
     id: string;
     org_id: string;

@@ -10,7 +10,7 @@ import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
 import { authRpc } from "./rpc/auth.rpc.js";
 import { billingRpc } from "./rpc/billing.rpc.js";
-import { betterAuthOptions, createBetterAuth, migrateBetterAuth } from "./sessions/better-auth.js";
+import { createBetterAuth } from "./sessions/better-auth.js";
 import { startSessionHttpServer } from "./sessions/http-server.js";
 
 export interface AuthService {
@@ -20,13 +20,12 @@ export interface AuthService {
 }
 
 /**
- * Starts the auth service: migrates the `auth` schema (own tables, then Better Auth's), serves gRPC Auth + Billing
+ * Starts the auth service: migrates the `auth` schema (Better Auth's tables, then our own), serves gRPC Auth + Billing
  * and Better Auth's `/auth/*` over HTTP, relays the outbox to `auth.events.*`, and settles credits from job events.
  */
 export async function startAuthService(config: AuthConfig, { logger }: { logger: Logger }): Promise<AuthService> {
   const store = await openAuthStore(config);
   const betterAuth = createBetterAuth(config, store, logger);
-  await migrateBetterAuth(betterAuthOptions(config, store, logger), store.pool);
 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents]);

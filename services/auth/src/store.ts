@@ -6,6 +6,7 @@ import { migrations } from "../migrations/index.js";
 import { secretsKeyOf, type AuthConfig } from "./config.js";
 import { createSecretBox, type SecretBox } from "./crypto/secret-box.js";
 import { AUTH_SCHEMA, type AuthTables } from "./database.js";
+import { betterAuthOptions, migrateBetterAuth } from "./sessions/better-auth.js";
 
 /** What every auth feature needs: the `auth` schema, the plan table, the secrets box and the mode. */
 export interface AuthStore {
@@ -18,16 +19,13 @@ export interface AuthStore {
   close(): Promise<void>;
 }
 
-/** Connects to the database and migrates the `auth` schema's own tables. */
+/**
+ * Connects to the database and migrates the `auth` schema: Better Auth's tables first (its organization plugin's
+ * tables are referenced by ours), then our own migrations.
+ */
 export async function openAuthStore(config: AuthConfig, applicationName = "auth"): Promise<AuthStore> {
   const database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA, applicationName });
-  try {
-    await migrateToLatest(database.db, AUTH_SCHEMA, migrations);
-  } catch (error) {
-    await database.close();
-    throw error;
-  }
-  return {
+  const store: AuthStore = {
     db: database.db,
     pool: database.pool,
     plans: loadPlans(config.PLANS_JSON),
@@ -35,4 +33,12 @@ export async function openAuthStore(config: AuthConfig, applicationName = "auth"
     mode: config.MODE,
     close: () => database.close(),
   };
+  try {
+    await migrateBetterAuth(betterAuthOptions(config, store), store.pool);
+    await migrateToLatest(database.db, AUTH_SCHEMA, migrations);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  return store;
 }

@@ -3,8 +3,7 @@ import { parseConfig, ConfigError } from "@renderbus/config";
 import { AppError } from "@renderbus/errors";
 import { isPlanName, PLAN_NAMES, type PlanName } from "@renderbus/plans";
 import { authConfigSchema } from "../config.js";
-import type { AuthStore } from "../store.js";
-import { createKeyForOrg, createOrgWithKey, grantOrgCredits, openAdminStore, setOrgWebhook, setPlan } from "./index.js";
+import { createKeyForOrg, createOrgWithKey, grantOrgCredits, openAdminStore, setOrgWebhook, setPlan, type AdminStore } from "./index.js";
 
 /** Operator CLI: `npm run admin -- <command> [--flags]`. Exit codes: 0 ok, 1 failed, 2 bad arguments, 78 bad config. */
 
@@ -24,7 +23,7 @@ type Flags = Record<string, string | boolean | undefined>;
 
 interface Command {
   flags: string[];
-  run(store: AuthStore, flags: Flags): Promise<string>;
+  run(store: AdminStore, flags: Flags): Promise<string>;
 }
 
 const text = (flags: Flags, name: string): string => {

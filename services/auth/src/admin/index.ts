@@ -9,23 +9,26 @@ import { createApiKey } from "../api-keys/api-keys.service.js";
 import { grantCredits, type BalanceView } from "../billing/credit-ledger.js";
 import { createOrg, setOrgPlan, setWebhookTarget } from "../orgs/orgs.service.js";
 import { checkWebhookChange } from "../orgs/webhook-rules.js";
-import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
+import { createBetterAuth, type RenderbusAuth } from "../sessions/better-auth.js";
 
 /**
  * Operator actions behind `npm run admin`, also used by the start script and tests to seed orgs. They act on the
  * `auth` schema directly, as part of the auth service.
  */
 
-/** Opens the `auth` schema with every migration applied (own tables and Better Auth's). */
-export async function openAdminStore(config: AuthConfig): Promise<AuthStore> {
+/** The `auth` schema with every migration applied (own tables and Better Auth's), and Better Auth over it. */
+export interface AdminStore extends AuthStore {
+  betterAuth: RenderbusAuth;
+}
+
+/** Opens the `auth` schema with every migration applied, for operator actions. */
+export async function openAdminStore(config: AuthConfig): Promise<AdminStore> {
   const store = await openAuthStore(config, "auth-admin");
-  try {
-    await migrateBetterAuth(betterAuthOptions(config, store), store.pool);
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  return store;
+  const betterAuth = createBetterAuth(config, store);
+  // Plugins initialise in the background (the OAuth provider seeds its resources); a short-lived CLI must not close
+  // the pool under them.
+  await betterAuth.$context;
+  return Object.assign(store, { betterAuth });
 }
 
 export interface CreatedOrg {
@@ -40,16 +43,16 @@ export interface CreatedOrg {
  * Creates an org on a plan with its monthly credits, a service user as its owner (a user without a password, who
  * cannot sign in), and a first API key.
  */
-export async function createOrgWithKey(store: AuthStore, { name, plan, keyName = "default" }: { name: string; plan: PlanName; keyName?: string }): Promise<CreatedOrg> {
+export async function createOrgWithKey(store: AdminStore, { name, plan, keyName = "default" }: { name: string; plan: PlanName; keyName?: string }): Promise<CreatedOrg> {
   if (name.trim().length < 1 || name.length > 200) throw validationError("name must be 1-200 characters");
   const userId = newId("usr");
   const now = new Date();
   await sql`
     insert into "user" (id, name, email, "emailVerified", "createdAt", "updatedAt")
     values (${userId}, ${`${name} (service)`}, ${`${userId.toLowerCase()}@service.renderbus.invalid`}, true, ${now}, ${now})`.execute(store.db);
-  const org = await createOrg(store, { name: name.trim(), plan, ownerUserId: userId });
-  const created = await createApiKey(store, org.id, userId, keyName);
-  return { orgId: org.id, userId, apiKeyId: created.apiKey?.id ?? "", apiKey: created.key };
+  const orgId = await createOrg(store, store.betterAuth.api, { name: name.trim(), plan, ownerUserId: userId });
+  const created = await createApiKey(store, orgId, userId, keyName);
+  return { orgId, userId, apiKeyId: created.apiKey?.id ?? "", apiKey: created.key };
 }
 
 /** Changes an org's plan (announced on `auth.events.org.updated`). */
@@ -66,14 +69,14 @@ export async function grantOrgCredits(store: AuthStore, orgId: string, credits: 
 /** Creates a key for an org, on behalf of its oldest owner. */
 export async function createKeyForOrg(store: AuthStore, orgId: string, name: string): Promise<{ apiKeyId: string; apiKey: string }> {
   const owner = await store.db
-    .selectFrom("members")
-    .select("user_id")
-    .where("org_id", "=", orgId)
-    .where("role", "=", "owner")
-    .orderBy("created_at", "asc")
+    .selectFrom("member")
+    .select("userId")
+    .where("organizationId", "=", orgId)
+    .where("role", "like", "%owner%")
+    .orderBy("createdAt", "asc")
     .executeTakeFirst();
   if (!owner) throw notFound("Organization");
-  const created = await createApiKey(store, orgId, owner.user_id, name);
+  const created = await createApiKey(store, orgId, owner.userId, name);
   return { apiKeyId: created.apiKey?.id ?? "", apiKey: created.key };
 }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthConfig } from "../config.js";
 import type { AuthStore } from "../store.js";
-import { defaultMembershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/orgs.service.js";
 import { AUTH_BASE_PATH, type RenderbusAuth } from "../sessions/better-auth.js";
 import { OAUTH_CONSENT_PATH, OAUTH_SIGN_IN_PATH } from "./oauth-provider.js";
 
@@ -71,8 +71,8 @@ async function showConsent(request: IncomingMessage, response: ServerResponse, u
   const clientId = url.searchParams.get("client_id") ?? "";
   const { rows } = await deps.store.pool.query<{ name: string | null }>(`select name from "oauthClient" where "clientId" = $1`, [clientId]);
   const clientName = rows[0]?.name || clientId;
-  const membership = await defaultMembershipOf(deps.store, session.user.id);
-  const org = membership ? await deps.store.db.selectFrom("orgs").select(["name"]).where("id", "=", membership.orgId).executeTakeFirst() : undefined;
+  const membership = await membershipOf(deps.store, session.user.id, session.session.activeOrganizationId);
+  const org = membership ? await deps.store.db.selectFrom("organization").select(["name"]).where("id", "=", membership.orgId).executeTakeFirst() : undefined;
   const scopes = (url.searchParams.get("scope") ?? "").split(" ").filter(Boolean);
   sendHtml(response, 200, consentPage({ clientName, email: session.user.email, orgName: org?.name ?? "your organization", scopes, oauthQuery: url.search.slice(1) }));
 }

@@ -3,7 +3,7 @@ import { oauthProvider } from "@better-auth/oauth-provider";
 import { createAuthMiddleware } from "better-auth/api";
 import type { AuthConfig } from "../config.js";
 import type { AuthStore } from "../store.js";
-import { defaultMembershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/orgs.service.js";
 
 /** The server-rendered sign-in page of the OAuth flow (served by the auth service, reached through the gateway). */
 export const OAUTH_SIGN_IN_PATH = "/auth/oauth/sign-in";
@@ -50,8 +50,9 @@ export function renderbusOAuthProvider(config: AuthConfig, store: AuthStore) {
       page: OAUTH_CONSENT_PATH,
       shouldRedirect: () => false,
       // The grant is for the user's active org (the one the dashboard uses); tokens carry it as their reference id.
-      consentReferenceId: async ({ user }) => {
-        const membership = await defaultMembershipOf(store, user.id);
+      consentReferenceId: async ({ user, session }) => {
+        const active = typeof session.activeOrganizationId === "string" ? session.activeOrganizationId : undefined;
+        const membership = await membershipOf(store, user.id, active);
         if (!membership) throw new Error("user has no organization");
         return membership.orgId;
       },

@@ -2,6 +2,7 @@ import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AuthStore } from "../store.js";
 import { tokenHashOf } from "./oauth-provider.js";
+import { membershipIn } from "../orgs/orgs.service.js";
 
 /** Opaque access tokens are Better Auth's random strings; anything else is refused before any lookup. */
 const ACCESS_TOKEN_PATTERN = /^[A-Za-z0-9_.~-]{16,512}$/;
@@ -37,13 +38,7 @@ export async function resolveAccessToken(store: AuthStore, token: string, resour
   if (row.expiresAt.getTime() <= now) throw unauthorized();
   if (!row.sessionExpiresAt || row.sessionExpiresAt.getTime() <= now) throw unauthorized();
   if (!resourcesOf(row.resources).includes(resource)) throw unauthorized();
-  const membership = await store.db
-    .selectFrom("members")
-    .innerJoin("orgs", "orgs.id", "members.org_id")
-    .select(["members.role as role", "orgs.plan as plan"])
-    .where("members.user_id", "=", row.userId)
-    .where("members.org_id", "=", row.referenceId)
-    .executeTakeFirst();
+  const membership = await membershipIn(store, row.userId, row.referenceId);
   if (!membership) throw unauthorized();
   return { userId: row.userId, orgId: row.referenceId, plan: membership.plan, apiKeyId: "", credential: "oauth", role: membership.role };
 }

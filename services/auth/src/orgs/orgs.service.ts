@@ -1,5 +1,7 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
 import { forbidden, notFound } from "@renderbus/errors";
-import { newId } from "@renderbus/ids";
 import { planOf, type PlanName } from "@renderbus/plans";
 import type { auth } from "@renderbus/contracts";
 import type { AuthContext } from "@renderbus/rpc";
@@ -11,24 +13,73 @@ import { checkWebhookChange } from "./webhook-rules.js";
 
 type OrgRow = AuthTables["orgs"];
 
+/** The part of Better Auth's API that creates organizations (the organization plugin's `createOrganization`). */
+export interface OrganizationApi {
+  createOrganization(input: { body: { name: string; slug: string; userId: string } }): Promise<{ id: string } | null>;
+}
+
 export interface CreateOrgInput {
   name: string;
   plan: PlanName;
   ownerUserId: string;
 }
 
-/** Creates an org with its owner, a balance row, and the plan's monthly credits granted (one `grant` entry). */
-export async function createOrg(store: AuthStore, { name, plan, ownerUserId }: CreateOrgInput): Promise<OrgRow> {
+/**
+ * The plan an org being created right now is on. Better Auth's `afterCreateOrganization` hook creates our side of the
+ * org and has no way to receive it as an argument; orgs created by users through `/auth/organization/create` have
+ * none set and start on `free`.
+ */
+const planOfOrgBeingCreated = new AsyncLocalStorage<PlanName>();
+
+/**
+ * Creates an org through Better Auth's organization plugin (the organization, and its owner as first member), then
+ * our side of it on `plan` with the plan's monthly credits (see `ensureOrgSettings`, run by the plugin's hook).
+ */
+export async function createOrg(store: AuthStore, organizations: OrganizationApi, { name, plan, ownerUserId }: CreateOrgInput): Promise<string> {
+  const created = await planOfOrgBeingCreated.run(plan, () =>
+    organizations.createOrganization({ body: { name, slug: uniqueSlugOf(name), userId: ownerUserId } }),
+  );
+  if (!created) throw new Error("Better Auth did not create the organization");
+  // The hook ran inside the call above; this is a no-op unless the hook failed after the organization was written.
+  await ensureOrgSettings(store, created.id, plan);
+  return created.id;
+}
+
+/** What `afterCreateOrganization` does: our side of a new org, on the plan of `createOrg` or `free`. */
+export const afterOrganizationCreated = (store: AuthStore) => async ({ organization }: { organization: { id: string } }) => {
+  await ensureOrgSettings(store, organization.id, planOfOrgBeingCreated.getStore() ?? "free");
+};
+
+/**
+ * Creates our side of an org (plan, balance, the plan's monthly credits as one `grant` entry) in one transaction,
+ * once: a second call for the same org changes nothing. Organization and settings are written by two systems, so a
+ * crash between them is healed by calling this again (membership resolution does, see `membershipOf`).
+ */
+export async function ensureOrgSettings(store: AuthStore, orgId: string, plan: PlanName): Promise<void> {
   const now = Date.now();
-  const org: OrgRow = { id: newId("org"), name, plan, webhook_url: null, webhook_secret_encrypted: null, created_at: now, updated_at: now };
   await store.db.transaction().execute(async (trx) => {
-    await trx.insertInto("orgs").values(org).execute();
-    await trx.insertInto("members").values({ org_id: org.id, user_id: ownerUserId, role: "owner", created_at: now }).execute();
-    await openBalance(trx, org.id);
+    const inserted = await trx
+      .insertInto("orgs")
+      .values({ id: orgId, plan, webhook_url: null, webhook_secret_encrypted: null, created_at: now, updated_at: now })
+      .onConflict((conflict) => conflict.column("id").doNothing())
+      .returning("id")
+      .executeTakeFirst();
+    if (!inserted) return;
+    await openBalance(trx, orgId);
     const credits = store.plans[plan].monthlyCredits;
-    if (credits > 0) await grantCredits(trx, org.id, credits, `monthly credits of plan ${plan}`);
+    if (credits > 0) await grantCredits(trx, orgId, credits, `monthly credits of plan ${plan}`);
   });
-  return org;
+}
+
+/** A URL-safe slug from a name, made unique with a random suffix (Better Auth requires a unique slug). */
+export function uniqueSlugOf(name: string): string {
+  const base = name
+    .normalize("NFKD")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 40);
+  return `${base || "org"}-${randomBytes(5).toString("hex")}`;
 }
 
 /** Changes an org's plan and announces it (`auth.events.org.updated`) so gateways drop cached contexts. */
@@ -43,7 +94,12 @@ export async function setOrgPlan(store: AuthStore, orgId: string, plan: PlanName
 
 /** The org as the API shows it: the webhook secret only as `webhookSecretSet`. */
 export async function orgView(store: AuthStore, orgId: string): Promise<auth.Org> {
-  const org = await store.db.selectFrom("orgs").selectAll().where("id", "=", orgId).executeTakeFirst();
+  const org = await store.db
+    .selectFrom("orgs")
+    .innerJoin("organization", "organization.id", "orgs.id")
+    .select(["orgs.id", "organization.name", "orgs.plan", "orgs.webhook_url", "orgs.webhook_secret_encrypted", "orgs.created_at"])
+    .where("orgs.id", "=", orgId)
+    .executeTakeFirst();
   if (!org) throw notFound("Organization");
   const balance = await balanceOf(store.db, orgId);
   return {
@@ -61,12 +117,20 @@ export async function orgView(store: AuthStore, orgId: string): Promise<auth.Org
 export async function roleOf(store: AuthStore, context: AuthContext): Promise<Role | undefined> {
   if (context.role === "owner" || context.role === "admin" || context.role === "member") return context.role;
   const member = await store.db
-    .selectFrom("members")
+    .selectFrom("member")
     .select("role")
-    .where("org_id", "=", context.orgId)
-    .where("user_id", "=", context.userId)
+    .where("organizationId", "=", context.orgId)
+    .where("userId", "=", context.userId)
     .executeTakeFirst();
-  return member?.role;
+  return member ? effectiveRole(member.role) : undefined;
+}
+
+/** Better Auth allows several roles per member ("admin,member"); the strongest one is what the member may do. */
+export function effectiveRole(roles: string): Role {
+  const names = roles.split(",").map((role) => role.trim());
+  if (names.includes("owner")) return "owner";
+  if (names.includes("admin")) return "admin";
+  return "member";
 }
 
 /** @throws AppError FORBIDDEN unless the caller is an owner or admin of its org (keys and webhooks). */
@@ -129,16 +193,35 @@ export async function webhookTarget(store: AuthStore, orgId: string): Promise<au
   };
 }
 
-/** The org a user acts in by default: the oldest membership (the personal org made at sign-up). */
-export async function defaultMembershipOf(store: AuthStore, userId: string): Promise<{ orgId: string; role: Role; plan: PlanName } | undefined> {
+export interface Membership {
+  orgId: string;
+  role: Role;
+  plan: PlanName;
+}
+
+/**
+ * The org a user acts in: `preferredOrgId` (the session's active organization) when the user is still a member of
+ * it, else the oldest membership (the personal org made at sign-up). An org whose settings row is missing (a crash
+ * between Better Auth's write and ours) gets it now, on the free plan.
+ */
+export async function membershipOf(store: AuthStore, userId: string, preferredOrgId?: string | null): Promise<Membership | undefined> {
   const row = await store.db
-    .selectFrom("members")
-    .innerJoin("orgs", "orgs.id", "members.org_id")
-    .select(["members.org_id as orgId", "members.role as role", "orgs.plan as plan"])
-    .where("members.user_id", "=", userId)
-    .orderBy("members.created_at", "asc")
-    .orderBy("members.org_id", "asc")
+    .selectFrom("member")
+    .leftJoin("orgs", "orgs.id", "member.organizationId")
+    .select(["member.organizationId as orgId", "member.role as role", "orgs.plan as plan"])
+    .where("member.userId", "=", userId)
+    .orderBy(sql<boolean>`${sql.ref("member.organizationId")} = ${preferredOrgId ?? ""}`, "desc")
+    .orderBy("member.createdAt", "asc")
+    .orderBy("member.organizationId", "asc")
     .limit(1)
     .executeTakeFirst();
-  return row;
+  if (!row) return undefined;
+  if (row.plan === null) await ensureOrgSettings(store, row.orgId, "free");
+  return { orgId: row.orgId, role: effectiveRole(row.role), plan: row.plan ?? "free" };
+}
+
+/** The membership of `userId` in exactly `orgId`, if any. */
+export async function membershipIn(store: AuthStore, userId: string, orgId: string): Promise<Membership | undefined> {
+  const membership = await membershipOf(store, userId, orgId);
+  return membership?.orgId === orgId ? membership : undefined;
 }

@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { betterAuth, type BetterAuthOptions } from "better-auth";
 import { getMigrations } from "better-auth/db/migration";
+import { organization } from "better-auth/plugins";
 import { newId } from "@renderbus/ids";
 import type { Logger } from "@renderbus/telemetry";
 import { betterAuthSecretOf, type AuthConfig } from "../config.js";
 import type { AuthStore } from "../store.js";
-import { createOrg } from "../orgs/orgs.service.js";
+import { AUTH_SCHEMA } from "../database.js";
+import { afterOrganizationCreated, createOrg, membershipOf, type OrganizationApi } from "../orgs/orgs.service.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 
 /** The dashboard session cookie (SPEC: exactly this name). */
@@ -16,11 +18,15 @@ export const SESSION_SECONDS = 30 * 24 * 60 * 60;
 /** Better Auth's routes are served under this path, by the auth service and through the gateway alike. */
 export const AUTH_BASE_PATH = "/auth";
 
+/** How many organizations one user may belong to (each user-created org starts on `free` with its credits). */
+export const ORGANIZATIONS_PER_USER = 10;
+
 /**
- * Better Auth options for Renderbus: email + password, `rb_session`, users with `usr_` ids, a personal org per
- * sign-up, and the OAuth 2.1 provider for MCP agents.
+ * Better Auth options for Renderbus: email + password, `rb_session`, users with `usr_` ids, organizations with `org_`
+ * ids (the organization plugin: members, roles, invitations), a personal org per sign-up, and the OAuth 2.1 provider
+ * for MCP agents. `organizations` is the instance's own API, known once the instance exists (the sign-up hook uses it).
  */
-export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?: Logger) {
+export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?: Logger, organizations: () => OrganizationApi | undefined = () => undefined) {
   const secure = new URL(config.PUBLIC_URL).protocol === "https:";
   return {
     appName: "Renderbus",
@@ -40,21 +46,51 @@ export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?:
       disableOriginCheck: false,
       disableCSRFCheck: false,
       cookies: { session_token: { name: SESSION_COOKIE, attributes: { httpOnly: true, sameSite: "lax", secure, path: "/" } } },
-      database: { generateId: ({ model }) => (model === "user" ? newId("usr") : randomUUID()) },
+      database: { generateId: ({ model }) => (model === "user" ? newId("usr") : model === "organization" ? newId("org") : randomUUID()) },
     },
     databaseHooks: {
+      session: {
+        create: {
+          // A new session starts in the user's oldest org, so the organization plugin's routes (invite, list
+          // members, ...) have an active organization without the dashboard calling set-active first.
+          before: async (session) => {
+            const membership = await membershipOf(store, session.userId);
+            return { data: { ...session, activeOrganizationId: membership?.orgId ?? null } };
+          },
+        },
+      },
       user: {
         create: {
           // Every sign-up gets a personal org on the free plan, with the plan's monthly credits.
           after: async (user) => {
-            const org = await createOrg(store, { name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
-            logger?.info({ userId: user.id, orgId: org.id }, "personal organization created");
+            const api = organizations();
+            if (!api) throw new Error("the organization API is not wired");
+            const orgId = await createOrg(store, api, { name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
+            // Better Auth runs this hook after sign-up's transaction, when the first session already exists.
+            await store.db.updateTable("session").set({ activeOrganizationId: orgId }).where("userId", "=", user.id).where("activeOrganizationId", "is", null).execute();
+            logger?.info({ userId: user.id, orgId }, "personal organization created");
           },
         },
       },
     },
     logger: { disabled: config.MODE === "test" },
-    plugins: [renderbusOAuthProvider(config, store)],
+    plugins: [
+      organization({
+        // Owners and admins invite, change roles and remove members; members only see the list (the plugin's
+        // default roles are exactly Renderbus's owner/admin/member).
+        creatorRole: "owner",
+        organizationLimit: ORGANIZATIONS_PER_USER,
+        // Deleting an org would cascade to its keys, credits and ledger while its jobs live on in another service:
+        // that is an operator's decision, not a dashboard button.
+        disableOrganizationDeletion: true,
+        // No email is sent (self-hosted, no mail server): the inviter shares the link the dashboard shows, and the
+        // invitee accepts while signed in with the invited address. Invitation ids are random UUIDs (122 bits).
+        requireEmailVerificationOnInvitation: false,
+        invitationExpiresIn: 7 * 24 * 60 * 60,
+        organizationHooks: { afterCreateOrganization: afterOrganizationCreated(store) },
+      }),
+      renderbusOAuthProvider(config, store),
+    ],
     hooks: { before: registerLoopbackClientsAsNative },
   } satisfies BetterAuthOptions;
 }
@@ -66,19 +102,24 @@ function personalOrgName(name: string | undefined, email: string): string {
 
 /** A Better Auth instance over the `auth` schema. */
 export function createBetterAuth(config: AuthConfig, store: AuthStore, logger?: Logger) {
-  return betterAuth(betterAuthOptions(config, store, logger));
+  const self: { api?: OrganizationApi } = {};
+  const auth = betterAuth(betterAuthOptions(config, store, logger, () => self.api));
+  self.api = auth.api;
+  return auth;
 }
 
 export type RenderbusAuth = ReturnType<typeof createBetterAuth>;
 
 /**
- * Creates or updates Better Auth's tables (user, session, account, verification) in the `auth` schema. Replicas
- * starting together take turns under an advisory lock.
+ * Creates or updates Better Auth's tables (user, session, account, verification, organization, member, invitation,
+ * OAuth) in the `auth` schema, creating the schema if needed. Replicas starting together take turns under an
+ * advisory lock.
  */
 export async function migrateBetterAuth(options: BetterAuthOptions, pool: pg.Pool): Promise<void> {
   const lock = await pool.connect();
   try {
     await lock.query("select pg_advisory_lock(hashtext('migrate:auth:better-auth'))");
+    await lock.query(`create schema if not exists ${AUTH_SCHEMA}`);
     const { runMigrations } = await getMigrations(options);
     await runMigrations();
   } finally {

@@ -1,12 +1,13 @@
 import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AuthStore } from "../store.js";
-import { defaultMembershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/orgs.service.js";
 import type { RenderbusAuth } from "./better-auth.js";
 
 /**
- * Resolves a dashboard request's Cookie header to its auth context (credential "session"), in the user's personal
- * org. @throws AppError UNAUTHORIZED for a missing, forged, expired or signed-out session.
+ * Resolves a dashboard request's Cookie header to its auth context (credential "session"), in the session's active
+ * organization (Better Auth's `set-active`; accepting an invitation sets it), else the user's oldest membership.
+ * Not cached anywhere: a removed member or a changed role counts from the next request. @throws AppError UNAUTHORIZED for a missing, forged, expired or signed-out session.
  */
 export async function resolveSession(betterAuth: RenderbusAuth, store: AuthStore, cookie: string): Promise<auth.AuthContext> {
   if (!cookie) throw unauthorized();
@@ -18,7 +19,7 @@ export async function resolveSession(betterAuth: RenderbusAuth, store: AuthStore
     throw unauthorized();
   }
   if (!session) throw unauthorized();
-  const membership = await defaultMembershipOf(store, session.user.id);
+  const membership = await membershipOf(store, session.user.id, session.session.activeOrganizationId);
   if (!membership) throw unauthorized();
   return { userId: session.user.id, orgId: membership.orgId, plan: membership.plan, apiKeyId: "", credential: "session", role: membership.role };
 }
