@@ -192,6 +192,45 @@ describe("authentication, API keys and rate limits through two gateway replicas"
     expect(signIn.headers.getSetCookie().some((c) => c.startsWith("rb_session="))).toBe(true);
   });
 
+  it("manages members through the gateway: invite, accept, role-gated keys, removal, and no cross-site invites", async () => {
+    const origin = system.gatewayUrl;
+    const signUp = async (name: string) => {
+      const email = `${name}${Date.now()}${Math.random().toString(36).slice(2, 6)}@example.com`;
+      const response = await fetch(`${origin}/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify({ email, password: "correct horse battery", name }),
+      });
+      expect(response.status).toBe(200);
+      const cookie = response.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
+      const post = (base: string, path: string, body: unknown, from = origin) =>
+        fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: from, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const me = async (base = origin) => ((await (await fetch(`${base}/me`, { headers: { cookie } })).json()) as { data: { orgId: string; role: string } }).data;
+      return { email, cookie, post, me };
+    };
+    const owner = await signUp("owner");
+    const teammate = await signUp("teammate");
+    const ownerOrg = (await owner.me()).orgId;
+
+    const crossSite = await owner.post(origin, "/auth/organization/invite-member", { email: teammate.email, role: "member" }, "https://evil.example");
+    expect(crossSite.status).toBe(403);
+    const invite = await owner.post(origin, "/auth/organization/invite-member", { email: teammate.email, role: "member" });
+    expect(invite.status).toBe(200);
+    const { id: invitationId } = (await invite.json()) as { id: string };
+    expect((await teammate.post(secondGateway, "/auth/organization/accept-invitation", { invitationId })).status).toBe(200);
+
+    // Both replicas see the teammate in the owner's org as a member, who may read but not create keys.
+    for (const base of [origin, secondGateway]) expect(await teammate.me(base)).toMatchObject({ orgId: ownerOrg, role: "member" });
+    expect((await fetch(`${origin}/api-keys`, { headers: { cookie: teammate.cookie } })).status).toBe(200);
+    const refused = await teammate.post(origin, "/api-keys", { name: "not allowed" });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");
+
+    expect((await owner.post(origin, "/auth/organization/remove-member", { memberIdOrEmail: teammate.email })).status).toBe(200);
+    // The very next request, through either replica, acts in the teammate's own org again.
+    for (const base of [origin, secondGateway]) expect((await teammate.me(base)).orgId).not.toBe(ownerOrg);
+  });
+
   it("refuses bodies over 1 MB with 413 PAYLOAD_TOO_LARGE and unknown routes with 404 NOT_FOUND", async () => {
     const { key } = await createOrg(system.env, "pro", "Sizes");
     const big = await api(system.gatewayUrl, key)("POST", "/api-keys", { name: "x".repeat(1024 * 1024 + 10) });
