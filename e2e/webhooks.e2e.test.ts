@@ -24,6 +24,9 @@ describe("webhooks end to end: signed deliveries, retries, the delivery log and 
         MODE: "test",
         WEBHOOK_RETRY_SCHEDULE_MS: "100,200,400",
         WEBHOOK_TIMEOUT_MS: "2000",
+        // Finished jobs stay cached far longer than these tests run: every delivery change GET /jobs/{id} shows
+        // below must come from the gateway dropping the job on `webhooks.events.delivery.updated`.
+        JOB_CACHE_TTL_MS: "600000",
         PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }),
       },
     });
@@ -75,6 +78,8 @@ describe("webhooks end to end: signed deliveries, retries, the delivery log and 
     let healthy = false;
     const { call, receiver } = await orgWithWebhook(() => (healthy ? 200 : 500));
     const job = (await call("POST", "/jobs", { type: "qr.generate", params: { content: "retry me" } })).body.data;
+    // Read the finished job while its deliveries are still being retried: the gateway caches it now.
+    await waitFor(async () => ((await call("GET", `/jobs/${job.id}`)).body.data.status === "completed" ? true : undefined), { what: "the job to complete" });
 
     const failed = await waitFor(async () => {
       const page = (await call("GET", `/webhooks/deliveries?jobId=${job.id}&event=job.completed`)).body.data;

@@ -22,6 +22,11 @@ export const gatewayConfigSchema = z.object({
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * How long a finished job's view is served from this replica's memory (GET /jobs/{id}); bounds how stale its
+   * webhook delivery log can be. 0 turns the cache off. Unfinished jobs are never cached.
+   */
+  JOB_CACHE_TTL_MS: z.coerce.number().int().min(0).default(2_000),
   /** Per-user request budget for the dashboard (session cookie), separate from the plan's API limit. */
   SESSION_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(600),
   PLANS_JSON: z.string().optional(),

@@ -9,6 +9,7 @@ import type { GatewayConfig } from "./config.js";
 import type { CredentialResolver } from "./auth/credential-resolver.js";
 import type { RateLimiter } from "./auth/rate-limiter.js";
 import type { JobEventHub } from "./sse/job-event-hub.js";
+import type { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
 import type { Registry } from "@renderbus/telemetry";
 
 /** Everything routes need, built once in service.ts. */
@@ -26,5 +27,6 @@ export interface GatewayDeps {
   rateLimiter: RateLimiter;
   outputs: OutputStore;
   jobEvents: JobEventHub;
+  finishedJobs: TerminalJobCache;
   metrics: Registry;
 }

@@ -11,6 +11,7 @@ import { buildApp } from "./app.js";
 import { CredentialResolver } from "./auth/credential-resolver.js";
 import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
+import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
 
 export interface GatewayService {
   port: number;
@@ -33,6 +34,10 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   const stopGatewayRevoked = bus.listen<{ apiKeyId?: string }>("gateway.notify.api_key.revoked", (event) => credentials.forgetApiKey(event));
   const stopOrgUpdated = bus.listen<{ orgId?: string }>("auth.events.org.updated", (event) => event.orgId && credentials.forgetOrg(event.orgId));
 
+  // A finished job changes only through its delivery log: drop it when a delivery of it moves (TTL as safety net).
+  const finishedJobs = new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS });
+  const stopDeliveryUpdated = bus.listen<{ jobId?: string }>("webhooks.events.delivery.updated", (event) => finishedJobs.forget(event.jobId));
+
   const deps: GatewayDeps = {
     config,
     logger,
@@ -47,6 +52,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     rateLimiter: new RateLimiter(redis),
     outputs: createLocalOutputStore(config.OUTPUT_DIR),
     jobEvents: new JobEventHub(bus),
+    finishedJobs,
     metrics: metrics ?? createMetricsRegistry("gateway"),
   };
   const app = await buildApp(deps);
@@ -67,6 +73,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
       stopRevoked();
       stopGatewayRevoked();
       stopOrgUpdated();
+      stopDeliveryUpdated();
       deps.jobEvents.close();
       for (const client of [deps.auth, deps.billing, deps.jobs, deps.webhooks]) client.close();
       redis.disconnect();

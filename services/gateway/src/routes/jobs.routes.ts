@@ -5,6 +5,7 @@ import { defineRoute } from "../http/route.js";
 import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
+import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
 
 const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
 
@@ -63,7 +64,9 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
-    handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.getJob({ jobId: params.jobId }, { auth })) }),
+    handler: async ({ params, auth }, deps) => ({
+      data: presentJob(await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }))),
+    }),
   }),
   defineRoute({
     method: "POST",

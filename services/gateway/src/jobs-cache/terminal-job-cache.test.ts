@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import type { jobs } from "@renderbus/contracts";
+import { getJobCached, TerminalJobCache } from "./terminal-job-cache.js";
+
+const job = (id: string, status: string, orgId = "org_a"): jobs.Job => ({ id, orgId, status, type: "thumbnail", webhookDeliveries: [] }) as unknown as jobs.Job;
+
+describe("the gateway's cache of finished jobs", () => {
+  it("answers a finished job from memory after the first read, and never caches an unfinished one", async () => {
+    let now = 0;
+    const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
+    let calls = 0;
+    const read = (found: jobs.Job) => getJobCached(cache, "org_a", found.id, async () => (calls++, found));
+    await read(job("job_1", "running"));
+    await read(job("job_1", "running"));
+    expect(calls).toBe(2);
+    for (const status of ["completed", "failed", "cancelled"]) {
+      calls = 0;
+      const finished = job(`job_${status}`, status);
+      await read(finished);
+      expect(await read(finished)).toBe(finished);
+      expect(calls).toBe(1);
+    }
+    now = 2_000;
+    calls = 0;
+    await read(job("job_completed", "completed"));
+    expect(calls).toBe(1); // expired: asked again
+  });
+
+  it("never serves one org's job to another org", async () => {
+    const cache = new TerminalJobCache({ ttlMs: 60_000 });
+    cache.remember(job("job_x", "completed", "org_a"));
+    expect(cache.get("org_b", "job_x")).toBeUndefined();
+    expect(cache.get("org_a", "job_x")?.id).toBe("job_x");
+  });
+
+  it("drops a job when its delivery log moves and does not cache it again until the jobs service has caught up", () => {
+    let now = 0;
+    const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
+    cache.remember(job("job_1", "completed"));
+    cache.forget("job_1");
+    expect(cache.get("org_a", "job_1")).toBeUndefined();
+    cache.remember(job("job_1", "completed")); // possibly read before the projection: not kept
+    expect(cache.get("org_a", "job_1")).toBeUndefined();
+    now = 2_000;
+    cache.remember(job("job_1", "completed"));
+    expect(cache.get("org_a", "job_1")).toBeDefined();
+  });
+
+  it("is off with a TTL of 0, and stays bounded", () => {
+    const cache = new TerminalJobCache({ ttlMs: 60_000, maxEntries: 3 });
+    for (const id of ["job_1", "job_2", "job_3", "job_4"]) cache.remember(job(id, "completed"));
+    expect(cache.size).toBe(3);
+    expect(cache.get("org_a", "job_1")).toBeUndefined();
+    expect(cache.get("org_a", "job_4")).toBeDefined();
+    const off = new TerminalJobCache({ ttlMs: 0 });
+    off.remember(job("job_1", "completed"));
+    expect(off.size).toBe(0);
+  });
+});
