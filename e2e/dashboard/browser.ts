@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { aptInstall } from "../../libs/testing/src/local-process.js";
 import { repoRoot } from "../helpers.js";
@@ -15,6 +17,12 @@ export async function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
   });
+}
+
+/** The dashboard is built by `npm start` / `npm test` (scripts/bootstrap.mjs); a bare `vitest run` builds it here. */
+export async function ensureDashboardBuilt(): Promise<void> {
+  if (existsSync(join(repoRoot, "apps", "dashboard", "dist", "index.html"))) return;
+  await promisify(execFile)("npm", ["run", "build", "-w", "@renderbus/dashboard"], { cwd: repoRoot });
 }
 
 export const artifactsDir = join(repoRoot, "test-artifacts", "dashboard");

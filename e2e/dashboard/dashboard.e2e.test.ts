@@ -1,15 +1,11 @@
-import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { admin, makeTestVideo, repoRoot, startFileServer, startReceiver, waitFor } from "../helpers.js";
-import { launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
-
-const run = promisify(execFile);
+import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
 
 /** The bits of an HTMLImageElement the test reads (the root tsconfig has no DOM types). */
 interface LoadedImage {
@@ -17,12 +13,6 @@ interface LoadedImage {
   naturalWidth: number;
 }
 const LONG = 90_000;
-
-/** The dashboard is built by `npm start` / `npm test` (scripts/bootstrap.mjs); a bare `vitest run` builds it here. */
-async function ensureDashboardBuilt(): Promise<void> {
-  if (existsSync(join(repoRoot, "apps", "dashboard", "dist", "index.html"))) return;
-  await run("npm", ["run", "build", "-w", "@renderbus/dashboard"], { cwd: repoRoot });
-}
 
 describe("the dashboard in a real browser against the running system", () => {
   let system: RunningSystem;

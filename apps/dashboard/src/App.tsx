@@ -1,7 +1,9 @@
-import { useEffect, useState, type ReactNode } from "react";
+import { Fragment, useEffect, useState, type ReactNode } from "react";
 import { Link, Router, matchPath, useRouter } from "./router";
 import { SessionProvider, useSession } from "./session";
+import { nextQuery, safeNextPath } from "./next-path";
 import { ErrorMessage, Loading } from "./components/ui";
+import { OrgSwitcher } from "./components/OrgSwitcher";
 import { SignInPage, SignUpPage } from "./pages/AuthPages";
 import { JobsPage } from "./pages/JobsPage";
 import { NewJobPage } from "./pages/NewJobPage";
@@ -11,6 +13,7 @@ import { ApiKeysPage } from "./pages/ApiKeysPage";
 import { WebhooksPage } from "./pages/WebhooksPage";
 import { BillingPage } from "./pages/BillingPage";
 import { MembersPage } from "./pages/MembersPage";
+import { InvitationPage } from "./pages/InvitationPage";
 
 export function App() {
   return (
@@ -35,13 +38,17 @@ const NAV: { to: string; label: string; section?: string }[] = [
 
 function Shell() {
   const session = useSession();
-  const { path, navigate } = useRouter();
+  const { path, search, navigate } = useRouter();
   const isPublic = PUBLIC_PATHS.has(path);
 
   useEffect(() => {
-    if (session.status === "signed-out" && !isPublic) navigate(`/sign-in`, { replace: true });
-    if (session.status === "signed-in" && (isPublic || path === "/")) navigate("/jobs", { replace: true });
-  }, [session.status, isPublic, path, navigate]);
+    // A signed-out visitor (say, opening an invitation link) comes back to the page they asked for once signed in.
+    if (session.status === "signed-out" && !isPublic) navigate(`/sign-in${nextQuery(path, search)}`, { replace: true });
+    if (session.status === "signed-in" && (isPublic || path === "/")) {
+      const next = isPublic ? safeNextPath(new URLSearchParams(search).get("next")) : undefined;
+      navigate(next ?? "/jobs", { replace: true });
+    }
+  }, [session.status, isPublic, path, search, navigate]);
 
   if (session.status === "loading") {
     return (
@@ -68,6 +75,8 @@ function routeFor(path: string): ReactNode {
   if (path === "/settings/api-keys") return <ApiKeysPage />;
   if (path === "/settings/webhooks") return <WebhooksPage />;
   if (path === "/settings/members") return <MembersPage />;
+  const invitation = matchPath("/invitations/:invitationId", path);
+  if (invitation) return <InvitationPage key={invitation.invitationId} invitationId={invitation.invitationId!} />;
   return (
     <>
       <h1>Page not found</h1>
@@ -108,6 +117,7 @@ function SignedInLayout({ children }: { children: ReactNode }) {
           Menu
         </button>
         <div className="account">
+          <OrgSwitcher />
           <span className="account-email">{session.user?.email ?? session.me?.userId}</span>
           <span className="plan-pill">{session.me?.plan} plan</span>
           <button
@@ -137,7 +147,8 @@ function SignedInLayout({ children }: { children: ReactNode }) {
       </nav>
       <main id="main" className="content" tabIndex={-1}>
         <ErrorMessage error={signOutError} title="Sign out failed" />
-        {children}
+        {/* Pages load their data once; a different org (switched, joined, or left) must load it afresh. */}
+        <Fragment key={session.me?.orgId}>{children}</Fragment>
       </main>
     </div>
   );

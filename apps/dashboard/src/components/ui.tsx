@@ -121,8 +121,11 @@ export function ConfirmDialog({
   );
 }
 
-/** Copies text to the clipboard; says so, or says how to copy by hand when the browser refuses. */
-export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+/**
+ * Copies text to the clipboard; says so, or says how to copy by hand when the browser refuses. `hiddenSuffix` is
+ * read only by screen readers, after the visible label, to tell several copy buttons on one page apart.
+ */
+export function CopyButton({ text, label = "Copy", hiddenSuffix }: { text: string; label?: string; hiddenSuffix?: string }) {
   const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
   const copy = async () => {
     try {
@@ -136,11 +139,12 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
     <>
       <button type="button" className="button" onClick={() => void copy()}>
         {state === "copied" ? "Copied" : label}
+        {hiddenSuffix ? <span className="visually-hidden"> {hiddenSuffix}</span> : null}
       </button>
       <span className="visually-hidden" role="status">
         {state === "copied" ? "Copied to the clipboard" : state === "failed" ? "Copy failed; select the text and copy it" : ""}
       </span>
-      {state === "failed" ? <span className="hint">Your browser blocked the clipboard: select the key and copy it.</span> : null}
+      {state === "failed" ? <span className="hint">Your browser blocked the clipboard: select the text and copy it.</span> : null}
     </>
   );
 }

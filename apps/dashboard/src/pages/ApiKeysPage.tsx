@@ -1,10 +1,15 @@
 import { useState, type FormEvent } from "react";
 import { api } from "../api";
+import { canManage } from "../members";
+import { useSession } from "../session";
 import { formatTime } from "../format";
 import { ConfirmDialog, CopyButton, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
 import type { ApiKey, CreatedApiKey } from "../types";
 
 export function ApiKeysPage() {
+  const session = useSession();
+  // The API refuses key changes from members (403); the page offers them only to owners and admins.
+  const manager = canManage(session.me?.role);
   const keys = useResource(() => api.get<ApiKey[]>("/api-keys"), []);
   const [name, setName] = useState("");
   const [created, setCreated] = useState<CreatedApiKey>();
@@ -81,30 +86,38 @@ export function ApiKeysPage() {
         </section>
       ) : null}
 
-      <section className="card" aria-labelledby="create-key-heading">
-        <h2 id="create-key-heading">Create a key</h2>
-        <form className="inline-form" onSubmit={(event) => void create(event)}>
-          <div className="field">
-            <label htmlFor="key-name">Key name</label>
-            <input
-              id="key-name"
-              value={name}
-              onChange={(event) => setName(event.target.value)}
-              required
-              maxLength={100}
-              placeholder="e.g. production server"
-              aria-describedby="key-name-hint"
-            />
-            <p className="hint" id="key-name-hint">
-              1 to 100 characters, to recognise the key later.
-            </p>
-          </div>
-          <button type="submit" className="button button-primary" disabled={creating || name.trim() === ""}>
-            {creating ? "Creating…" : "Create key"}
-          </button>
-        </form>
-        <ErrorMessage error={createError} title="The key was not created" />
-      </section>
+      {manager ? null : (
+        <Notice>
+          Only owners and admins can create and revoke API keys. Your role in this organization is {session.me?.role ?? "member"}; ask an owner or admin
+          for a key.
+        </Notice>
+      )}
+      {manager ? (
+        <section className="card" aria-labelledby="create-key-heading">
+          <h2 id="create-key-heading">Create a key</h2>
+          <form className="inline-form" onSubmit={(event) => void create(event)}>
+            <div className="field">
+              <label htmlFor="key-name">Key name</label>
+              <input
+                id="key-name"
+                value={name}
+                onChange={(event) => setName(event.target.value)}
+                required
+                maxLength={100}
+                placeholder="e.g. production server"
+                aria-describedby="key-name-hint"
+              />
+              <p className="hint" id="key-name-hint">
+                1 to 100 characters, to recognise the key later.
+              </p>
+            </div>
+            <button type="submit" className="button button-primary" disabled={creating || name.trim() === ""}>
+              {creating ? "Creating…" : "Create key"}
+            </button>
+          </form>
+          <ErrorMessage error={createError} title="The key was not created" />
+        </section>
+      ) : null}
 
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading">Keys</h2>
@@ -115,7 +128,7 @@ export function ApiKeysPage() {
           <Loading label="Loading keys" />
         ) : keys.data && keys.data.length === 0 ? (
           <EmptyState title="No API keys yet">
-            <p>Create one above to call the API from your code.</p>
+            <p>{manager ? "Create one above to call the API from your code." : "An owner or admin of this organization can create one."}</p>
           </EmptyState>
         ) : keys.data ? (
           <TableWrap label="API keys">
@@ -141,7 +154,7 @@ export function ApiKeysPage() {
                     <td data-label="Last used">{key.lastUsedAt ? formatTime(key.lastUsedAt) : "Never"}</td>
                     <td data-label="Status">{key.revokedAt ? <StatusBadge status="revoked" /> : <StatusBadge status="active" />}</td>
                     <td data-label="Actions">
-                      {key.revokedAt ? null : (
+                      {key.revokedAt || !manager ? null : (
                         <button type="button" className="button button-small button-danger" onClick={() => setToRevoke(key)} aria-label={`Revoke key ${key.name}`}>
                           Revoke
                         </button>

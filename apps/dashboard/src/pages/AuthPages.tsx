@@ -1,10 +1,25 @@
 import type { FormEvent } from "react";
-import { Link } from "../router";
+import { Link, useRouter } from "../router";
 import { useSession } from "../session";
-import { ErrorMessage, PageHeader, useAction } from "../components/ui";
+import { safeNextPath } from "../next-path";
+import { ErrorMessage, Notice, PageHeader, useAction } from "../components/ui";
+
+/** The `?next=` this page was opened with, kept when moving between sign-in and sign-up. */
+function useNext(): { next: string | undefined; query: string } {
+  const { search } = useRouter();
+  const next = safeNextPath(new URLSearchParams(search).get("next"));
+  return { next, query: next ? `?next=${encodeURIComponent(next)}` : "" };
+}
+
+/** Invitees arrive here from a shared link; the invitation only opens for the address it was sent to. */
+function InvitationNotice({ next }: { next: string | undefined }) {
+  if (!next?.startsWith("/invitations/")) return null;
+  return <Notice>To see your invitation, sign in or create an account with the email address it was sent to. You come back to it afterwards.</Notice>;
+}
 
 export function SignInPage() {
   const session = useSession();
+  const { next, query } = useNext();
   const { busy, error, run } = useAction();
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -20,6 +35,7 @@ export function SignInPage() {
         Renderbus
       </p>
       <PageHeader title="Sign in" />
+      <InvitationNotice next={next} />
       <form onSubmit={(event) => void submit(event)} className="form">
         <ErrorMessage error={error} />
         <div className="field">
@@ -35,7 +51,7 @@ export function SignInPage() {
         </button>
       </form>
       <p>
-        New to Renderbus? <Link to="/sign-up">Create an account</Link>
+        New to Renderbus? <Link to={`/sign-up${query}`}>Create an account</Link>
       </p>
     </div>
   );
@@ -43,6 +59,7 @@ export function SignInPage() {
 
 export function SignUpPage() {
   const session = useSession();
+  const { next, query } = useNext();
   const { busy, error, run } = useAction();
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -60,6 +77,7 @@ export function SignUpPage() {
       <PageHeader title="Create your account">
         <p className="muted">You get a personal organization on the free plan with 200 credits a month.</p>
       </PageHeader>
+      <InvitationNotice next={next} />
       <form onSubmit={(event) => void submit(event)} className="form">
         <ErrorMessage error={error} />
         <div className="field">
@@ -82,7 +100,7 @@ export function SignUpPage() {
         </button>
       </form>
       <p>
-        Already have an account? <Link to="/sign-in">Sign in</Link>
+        Already have an account? <Link to={`/sign-in${query}`}>Sign in</Link>
       </p>
     </div>
   );

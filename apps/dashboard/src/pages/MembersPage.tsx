@@ -1,47 +1,64 @@
-import { api } from "../api";
+import { useRouter } from "../router";
 import { useSession } from "../session";
-import { ErrorMessage, Loading, Notice, PageHeader, TableWrap, useResource } from "../components/ui";
-import type { Org } from "../types";
+import { canManage, pendingInvitations } from "../members";
+import { organizations } from "../organizations";
+import { ErrorMessage, Loading, Notice, PageHeader, useResource } from "../components/ui";
+import { InviteMemberForm } from "../components/members/InviteMemberForm";
+import { MembersTable } from "../components/members/MembersTable";
+import { PendingInvitations } from "../components/members/PendingInvitations";
 
-const ROLE_HELP: Record<string, string> = {
-  owner: "Full control, including webhooks and keys",
-  admin: "Manages webhooks and keys",
-  member: "Submits and views jobs",
-};
-
-/** Members and roles. The API exposes only the caller's own membership (GET /me), so the list is read-only. */
+/**
+ * The active org's members and invitations (Better Auth's organization plugin). Owners and admins invite people,
+ * change roles and remove members; members see the list.
+ */
 export function MembersPage() {
   const session = useSession();
-  const org = useResource(() => api.get<Org>("/orgs/current"), []);
-  const role = session.me?.role ?? "member";
+  const { navigate } = useRouter();
+  const orgId = session.me?.orgId;
+  const org = useResource(() => organizations.getFull(orgId ?? ""), [orgId]);
+  const viewer = { userId: session.me?.userId ?? "", role: session.me?.role ?? null };
+  const manager = canManage(viewer.role);
+  // A role change may be the viewer's own, which changes what this page (and the API) lets them do.
+  const reload = () => Promise.all([org.reload(), session.refresh().catch(() => undefined)]);
+  const left = () => {
+    session.refresh().catch(() => undefined);
+    navigate("/jobs");
+  };
+
   return (
     <>
       <PageHeader title="Members">
         <p className="muted">{org.data ? `People in ${org.data.name}.` : "People in your organization."}</p>
       </PageHeader>
-      <ErrorMessage error={org.error} title="Could not load your organization" />
+      <ErrorMessage error={org.error} title="Could not load the members" />
       {org.loading && !org.data ? <Loading label="Loading members" /> : null}
-      <TableWrap label="Members">
-        <table className="table table-stack">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Can</th>
-            </tr>
-          </thead>
-          <tbody>
-            <tr>
-              <td data-label="Name">{session.user?.name ?? "You"} (you)</td>
-              <td data-label="Email">{session.user?.email ?? "-"}</td>
-              <td data-label="Role">{role}</td>
-              <td data-label="Can">{ROLE_HELP[role] ?? "-"}</td>
-            </tr>
-          </tbody>
-        </table>
-      </TableWrap>
-      <Notice>Inviting people and changing roles is not available in the dashboard yet; your operator can add members.</Notice>
+      {org.data && manager ? <InviteMemberForm organizationId={org.data.id} onInvited={reload} /> : null}
+      {org.data && manager ? <PendingInvitations invitations={pendingInvitations(org.data.invitations, Date.now())} onChanged={reload} /> : null}
+      {org.data && !manager ? <Notice>Only owners and admins can invite people and change roles. Your role is {viewer.role ?? "member"}.</Notice> : null}
+      {org.data ? <MembersTable org={org.data} viewer={viewer} onChanged={reload} onLeft={left} /> : null}
+      <RoleGuide />
     </>
+  );
+}
+
+function RoleGuide() {
+  return (
+    <section aria-labelledby="roles-heading">
+      <h2 id="roles-heading">Roles</h2>
+      <dl className="facts">
+        <div className="fact-row">
+          <dt>owner</dt>
+          <dd>Everything an admin can do, and makes or removes other owners. An organization always keeps one.</dd>
+        </div>
+        <div className="fact-row">
+          <dt>admin</dt>
+          <dd>Invites and removes members, manages API keys and webhooks.</dd>
+        </div>
+        <div className="fact-row">
+          <dt>member</dt>
+          <dd>Submits and views jobs and batches.</dd>
+        </div>
+      </dl>
+    </section>
   );
 }

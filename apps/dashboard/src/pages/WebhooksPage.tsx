@@ -2,6 +2,7 @@ import { useState, type FormEvent } from "react";
 import { api, withQuery } from "../api";
 import { Link } from "../router";
 import { useSession } from "../session";
+import { canManage } from "../members";
 import { DeliveriesTable } from "../components/DeliveriesTable";
 import { EmptyState, ErrorMessage, Loading, Notice, PageHeader, useResource } from "../components/ui";
 import type { Delivery, Org } from "../types";
@@ -13,6 +14,8 @@ export function WebhooksPage() {
   const org = useResource(() => api.get<Org>("/orgs/current"), []);
   const plan = org.data?.plan ?? session.me?.plan ?? "free";
   const allowed = WEBHOOK_PLANS.has(plan);
+  // Members may look (and send a test event); the API refuses their setting changes (403).
+  const manager = canManage(session.me?.role);
 
   return (
     <>
@@ -31,7 +34,8 @@ export function WebhooksPage() {
           page. See <Link to="/billing">Billing</Link> for your plan.
         </div>
       ) : null}
-      {org.data ? <WebhookForm org={org.data} disabled={!allowed} onSaved={(next) => org.setData(next)} /> : null}
+      {org.data && allowed && !manager ? <Notice>Only owners and admins can change the webhook settings.</Notice> : null}
+      {org.data ? <WebhookForm org={org.data} disabled={!allowed || !manager} onSaved={(next) => org.setData(next)} /> : null}
       {org.data && allowed ? <TestEvent configured={Boolean(org.data.webhookUrl)} /> : null}
       {org.data && allowed ? <RecentDeliveries /> : null}
     </>
