@@ -1,7 +1,8 @@
 # One image for every Renderbus service; SERVICE picks which one runs:
 #   docker build -t renderbus .
 #   docker run -e SERVICE=gateway renderbus        (gateway | auth | jobs | worker | webhook-dispatcher)
-# Services run from TypeScript source with tsx, exactly as `npm start` runs them, so there is no build step to drift.
+# Services run as plain node from bundles built in the image (scripts/build-services.mjs), exactly as `npm start`
+# runs them: no TypeScript loader or compiler in the running process (docs/operations.md, "How services run").
 
 FROM node:20-bookworm-slim AS manifests
 WORKDIR /src
@@ -20,7 +21,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=manifests /manifests/ ./
-# Dev dependencies are needed at run time: tsx runs the TypeScript sources.
+# Dev dependencies: esbuild and vite build the bundles below; the operator CLI and deploy/probes run with tsx.
 RUN npm ci --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.base.json tsconfig.json ./
 COPY proto ./proto
@@ -30,8 +31,9 @@ COPY apps ./apps
 COPY packages ./packages
 COPY scripts ./scripts
 COPY deploy/probes ./deploy/probes
-# The gateway serves the dashboard's static build at /app.
-RUN npm run build -w @renderbus/dashboard
+# The gateway serves the dashboard's static build at /app. The service bundles keep npm packages external, so they
+# run against this image's node_modules; they find files beside their sources (the dashboard build, package.json).
+RUN npm run build -w @renderbus/dashboard && node scripts/build-services.mjs
 
 ENV SERVICE=gateway \
     OUTPUT_DIR=/data/outputs
@@ -40,6 +42,5 @@ USER node
 # Gateway HTTP, then the gRPC ports of auth, jobs and webhook-dispatcher, and auth's HTTP port.
 EXPOSE 3000 50051 50052 50053 50061
 ENTRYPOINT ["/usr/bin/tini", "--"]
-# `node --import tsx` (not the tsx CLI, which runs the script in a child process) so the service is the process
-# tini signals.
-CMD ["sh", "-c", "exec node --import tsx services/${SERVICE}/src/main.ts"]
+# `exec` so node (not sh) is the process tini signals; source maps so stack traces name the TypeScript lines.
+CMD ["sh", "-c", "exec node --enable-source-maps services/${SERVICE}/dist/main.mjs"]

@@ -13,6 +13,7 @@ const testRoots = [
   'deploy',
   'docs',
   'bench',
+  'scripts',
 ];
 
 /** Tests that talk to real PostgreSQL / NATS / Redis; everything else is a unit test. */

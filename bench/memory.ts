@@ -22,26 +22,29 @@ export function rssMb(pid: number): number | undefined {
 }
 
 /**
- * The Node processes running services of the system whose NATS namespace is `namespace`. `tsx` starts each
- * service as a child node process of a small launcher process; both carry `services/<name>/src/main.ts` on their
- * command line, and the service is the one whose parent is the launcher.
+ * The Node processes running services of the system whose NATS namespace is `namespace`. A bundled service
+ * (`node services/<name>/dist/main.mjs`) is its own process. The `tsx` CLI starts a service from source as a child
+ * node process of a small launcher; both carry `services/<name>/src/main.ts` on their command line, and the service
+ * is the child. A process a service spawns with its own command line (none do today) is not counted twice.
  */
 export function findServiceProcesses(namespace: string): ServiceProcess[] {
-  const candidates: Array<{ pid: number; ppid: number; service: string }> = [];
+  const candidates: Array<{ pid: number; ppid: number; service: string; launcher: boolean }> = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = readText(`/proc/${entry}/cmdline`)?.split("\0") ?? [];
-    const script = cmdline.find((arg) => /services\/[a-z-]+\/src\/main\.ts$/.test(arg));
+    const script = cmdline.find((arg) => /services\/[a-z-]+\/(src\/main\.ts|dist\/main\.mjs)$/.test(arg));
     if (!script) continue;
     const environ = readText(`/proc/${entry}/environ`) ?? "";
     if (!environ.split("\0").includes(`NATS_NAMESPACE=${namespace}`)) continue;
     const ppid = Number(/PPid:\s+(\d+)/.exec(readText(`/proc/${entry}/status`) ?? "")?.[1] ?? 0);
-    candidates.push({ pid: Number(entry), ppid, service: /services\/([a-z-]+)\//.exec(script)![1]! });
+    // The launcher's script is the tsx CLI; its child (and a `node --import tsx` service) names another script.
+    const launcher = /(^|\/)tsx$|tsx\/dist\/cli\.m?js$/.test(cmdline[1] ?? "");
+    candidates.push({ pid: Number(entry), ppid, service: /services\/([a-z-]+)\//.exec(script)![1]!, launcher });
   }
-  const parents = new Map(candidates.map((c) => [c.pid, c.ppid]));
-  // A service's parent is its launcher, whose own parent is not a service process (a helper child a service
-  // spawns with the same command line is two levels down and is left out).
-  const services = candidates.filter((c) => parents.has(c.ppid) && !parents.has(parents.get(c.ppid)!)).sort((a, b) => a.pid - b.pid);
+  const byPid = new Map(candidates.map((c) => [c.pid, c]));
+  const services = candidates
+    .filter((c) => !c.launcher && (!byPid.has(c.ppid) || byPid.get(c.ppid)!.launcher))
+    .sort((a, b) => a.pid - b.pid);
   const seen = new Map<string, number>();
   return services.map((s) => {
     const n = (seen.get(s.service) ?? 0) + 1;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import type { ServiceName } from "@renderbus/testing";
+import { defaultServiceRuntime, serviceCommand, type ServiceName, type ServiceRuntime } from "@renderbus/testing";
 
 const repoRoot = join(import.meta.dirname, "..");
 
@@ -32,16 +32,14 @@ export interface Replica {
 export async function startReplica(
   service: ServiceName,
   env: Record<string, string>,
-  { extraEnv = {}, nodeArgs }: { extraEnv?: Record<string, string>; nodeArgs?: string[] } = {},
+  { extraEnv = {}, nodeArgs, runtime = defaultServiceRuntime() }: { extraEnv?: Record<string, string>; nodeArgs?: string[]; runtime?: ServiceRuntime } = {},
 ): Promise<Replica> {
   const ports: Record<string, string> = {};
   if (service === "webhook-dispatcher") ports.WEBHOOKS_GRPC_PORT = String(await getFreePort());
   if (service === "jobs") ports.JOBS_GRPC_PORT = String(await getFreePort());
   if (service === "gateway") ports.GATEWAY_PORT = String(await getFreePort());
   if (service === "auth") Object.assign(ports, { AUTH_GRPC_PORT: String(await getFreePort()), AUTH_HTTP_PORT: String(await getFreePort()) });
-  const main = join(repoRoot, "services", service, "src", "main.ts");
-  // With nodeArgs (e.g. --cpu-prof, which NODE_OPTIONS refuses) node runs the service itself with tsx as a loader.
-  const [command, args] = nodeArgs ? [process.execPath, [...nodeArgs, "--import", "tsx", main]] : [join(repoRoot, "node_modules", ".bin", "tsx"), [main]];
+  const { command, args } = serviceCommand(repoRoot, service, runtime, nodeArgs);
   const child = spawn(command, args, {
     cwd: repoRoot,
     env: { ...process.env, ...env, ...ports, ...extraEnv },

@@ -1,10 +1,11 @@
 /**
- * `npm run bench [-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>]`: starts the whole system on fresh infrastructure, runs every
+ * `npm run bench [-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
  * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
  */
+import { execFile } from "node:child_process";
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { Bus } from "@renderbus/bus";
 import { benchAuthenticatedReads } from "./benchmarks/authenticated-reads.js";
 import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
@@ -24,7 +25,7 @@ import { renderMarkdown, type BenchReport } from "./report.js";
 import type { BenchmarkResult } from "./result.js";
 
 const repoRoot = resolve(import.meta.dirname, "..");
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" } } });
+const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" }, runtime: { type: "string", default: "bundle" } } });
 // --only webhooks,queued-to-running: runs just those benchmarks (while working on one path); the report says so.
 const only = args.only ? new Set(args.only.split(",")) : undefined;
 const sizes = benchSizes(args.quick ?? false);
@@ -40,7 +41,13 @@ setTimeout(() => {
 }, hardLimitMs).unref();
 
 async function main(): Promise<number> {
-  log(`starting the system (${sizes.quick ? "quick" : "full"} run)`);
+  // --runtime source: the services from TypeScript through tsx, as the tests run them (to compare with the bundles
+  // production runs). Through the environment, not an option: the system and the replicas are started in
+  // environment.ts and in the benchmarks, which all take the default from RENDERBUS_SERVICE_RUNTIME.
+  if (args.runtime !== "bundle" && args.runtime !== "source") throw new Error(`--runtime must be bundle or source, not ${args.runtime}`);
+  if (args.runtime === "bundle") await buildServiceBundles();
+  process.env.RENDERBUS_SERVICE_RUNTIME = args.runtime;
+  log(`starting the system (${sizes.quick ? "quick" : "full"} run, services from ${args.runtime})`);
   // --log-level warn: the services' LOG_LEVEL (default info, as deployed), to measure what per-request logging costs.
   const env = await startBenchEnvironment((line) => log(`  infra: ${line}`), args["log-level"] ? { LOG_LEVEL: args["log-level"] } : {});
   const { system } = env;
@@ -112,6 +119,12 @@ async function main(): Promise<number> {
     await env.stop().catch((error: unknown) => log(`stopping the system: ${String(error)}`));
   }
   return failures.length === 0 ? 0 : 1;
+}
+
+/** Fresh bundles every run: a bench must never measure code older than the checkout. */
+async function buildServiceBundles(): Promise<void> {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(repoRoot, "scripts", "build-services.mjs")], { cwd: repoRoot });
+  log(stdout.trim());
 }
 
 /**

@@ -285,12 +285,13 @@ describe("docker-compose.yml", () => {
     expect(envOf("worker").OUTPUT_SIGNING_SECRET).toBe(envOf("gateway").OUTPUT_SIGNING_SECRET);
   });
 
-  it("uses a Dockerfile on node:20-bookworm-slim with ffmpeg, npm ci and SERVICE choosing the service", () => {
+  it("uses a Dockerfile on node:20-bookworm-slim with ffmpeg, npm ci and SERVICE choosing the bundled service", () => {
     const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
     expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim$/m);
     expect(dockerfile).toMatch(/apt-get install .*ffmpeg/);
     expect(dockerfile).toMatch(/npm ci/);
-    expect(dockerfile).toContain("services/${SERVICE}/src/main.ts");
-    expect(dockerfile).toMatch(/--import tsx/);
+    expect(dockerfile).toMatch(/RUN .*node scripts\/build-services\.mjs/);
+    expect(dockerfile).toContain("exec node --enable-source-maps services/${SERVICE}/dist/main.mjs");
+    expect(dockerfile).not.toMatch(/--import tsx/);
   });
 });

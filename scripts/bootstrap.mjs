@@ -116,3 +116,9 @@ if (existsSync(path.join(dashboard, 'package.json'))) {
     say('dashboard build up to date');
   }
 }
+
+// `npm start` runs each service from its bundle (services/<name>/dist/main.mjs, see scripts/build-services.mjs).
+// Always rebuilt, not by modification time: it takes about a second, and a bundle older than its sources would
+// run code that is no longer in the checkout.
+const servicesBuild = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-services.mjs')], { cwd: root, stdio: 'inherit' });
+if (servicesBuild.status !== 0) fail('bundling the services failed; fix the error above and run it again');

@@ -1,8 +1,9 @@
 /**
  * `npm start`: brings the whole system up on this machine. Uses PostgreSQL, NATS and Redis at DATABASE_URL /
  * NATS_URL / REDIS_URL or on their default local ports when reachable, otherwise starts local servers with data
- * in .data/; makes sure ffmpeg is present; starts every service (each migrates its own schema); seeds a demo org on
- * plan `pro` with an API key; prints the URLs. Ctrl-C stops everything.
+ * in .data/; makes sure ffmpeg is present; starts every service from its bundle (built by scripts/bootstrap.mjs;
+ * each migrates its own schema); seeds a demo org on plan `pro` with an API key; prints the URLs. Ctrl-C stops
+ * everything.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -33,6 +34,8 @@ const system = await startSystem({
   outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
   env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET)$/.test(key)) as [string, string][]),
   onLine: (service, line) => console.log(`${prefix(service)} ${line}`),
+  // As in production: plain node on the bundles scripts/bootstrap.mjs has just built.
+  runtime: "bundle",
 });
 
 const demo = await demoCredentials();

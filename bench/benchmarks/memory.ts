@@ -3,7 +3,7 @@ import { below } from "../result.js";
 
 /**
  * Benchmark 6 (issue 10): RSS of each service process (/proc/<pid>/status VmRSS of the node process that runs the
- * service, not its tsx launcher), idle after start-up and at its peak while the other benchmarks ran.
+ * service's bundle, as in production), idle after start-up and at its peak while the other benchmarks ran.
  */
 export function memoryResult(idle: Record<string, number>, peak: Record<string, number>): BenchmarkResult {
   const names = [...new Set([...Object.keys(idle), ...Object.keys(peak)])].sort();

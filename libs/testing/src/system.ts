@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { getFreePort } from "./local-process.js";
@@ -7,6 +7,37 @@ import { getFreePort } from "./local-process.js";
 /** The five services, in start order (dependencies first). */
 export const SERVICES = ["auth", "jobs", "webhook-dispatcher", "worker", "gateway"] as const;
 export type ServiceName = (typeof SERVICES)[number];
+
+/**
+ * How a service process runs: `source` through tsx from `services/<name>/src/main.ts` (tests: an edit takes effect
+ * without a build), `bundle` as plain node from `services/<name>/dist/main.mjs` built by `scripts/build-services.mjs`
+ * (production, `npm start`, the bench: no tsx loader thread with its own V8 isolate, no in-process compiler).
+ */
+export type ServiceRuntime = "source" | "bundle";
+
+/**
+ * The runtime when a caller does not choose one: `RENDERBUS_SERVICE_RUNTIME=bundle` lets a harness (the bench, or
+ * the e2e suite run against the shipped bundles) switch every system and replica it starts without threading an
+ * option through code it does not own.
+ */
+export function defaultServiceRuntime(): ServiceRuntime {
+  return process.env.RENDERBUS_SERVICE_RUNTIME === "bundle" ? "bundle" : "source";
+}
+
+/**
+ * The command that runs `service`. `nodeArgs` (e.g. --cpu-prof, which NODE_OPTIONS refuses) make node run the
+ * service itself, with tsx as a loader for `source`, instead of tsx's launcher process.
+ */
+export function serviceCommand(repoRoot: string, service: ServiceName, runtime: ServiceRuntime, nodeArgs?: string[]): { command: string; args: string[] } {
+  if (runtime === "bundle") {
+    const bundle = join(repoRoot, "services", service, "dist", "main.mjs");
+    if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`node scripts/build-services.mjs\` first`);
+    return { command: process.execPath, args: [...(nodeArgs ?? []), "--enable-source-maps", bundle] };
+  }
+  const main = join(repoRoot, "services", service, "src", "main.ts");
+  if (nodeArgs) return { command: process.execPath, args: [...nodeArgs, "--import", "tsx", main] };
+  return { command: join(repoRoot, "node_modules", ".bin", "tsx"), args: [main] };
+}
 
 export interface SystemOptions {
   repoRoot: string;
@@ -22,6 +53,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Each line a service prints, with its name. */
   onLine?: (service: ServiceName, line: string) => void;
+  /** Default: {@link defaultServiceRuntime}. `bundle` needs `node scripts/build-services.mjs` run first. */
+  runtime?: ServiceRuntime;
 }
 
 export interface RunningSystem {
@@ -36,7 +69,7 @@ export interface RunningSystem {
 }
 
 /**
- * Runs every service as its own process (`tsx services/<name>/src/main.ts`), the way they run in production, so
+ * Runs every service as its own process (from source or from its bundle, see {@link ServiceRuntime}), so
  * end-to-end and fault tests exercise real process boundaries: gRPC between services, JetStream between stages.
  */
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
@@ -64,10 +97,13 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     ...options.env,
   };
   const children = new Map<ServiceName, ChildProcess>();
-  const tsx = join(options.repoRoot, "node_modules", ".bin", "tsx");
+  const runtime = options.runtime ?? defaultServiceRuntime();
+  // Only tsx puts a launcher between us and the service; a bundle's process is the service itself.
+  const kill = (child: ChildProcess, signal: NodeJS.Signals) => (runtime === "source" ? killTree(child, signal) : child.kill(signal));
 
   const start = async (service: ServiceName) => {
-    const child = spawn(tsx, [join(options.repoRoot, "services", service, "src", "main.ts")], {
+    const { command, args } = serviceCommand(options.repoRoot, service, runtime);
+    const child = spawn(command, args, {
       cwd: options.repoRoot,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
@@ -83,12 +119,12 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     new Promise<void>((resolve) => {
       const child = children.get(service);
       if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => killTree(child, "SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
+      const timer = setTimeout(() => kill(child, "SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
         resolve();
       });
-      if (signal === "SIGKILL") killTree(child, signal);
+      if (signal === "SIGKILL") kill(child, signal);
       else child.kill(signal);
     });
 
@@ -98,7 +134,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     env,
     addGateway: async () => {
       const port = await getFreePort();
-      const child = spawn(tsx, [join(options.repoRoot, "services", "gateway", "src", "main.ts")], {
+      const { command, args } = serviceCommand(options.repoRoot, "gateway", runtime);
+      const child = spawn(command, args, {
         cwd: options.repoRoot,
         env: { ...process.env, ...env, GATEWAY_PORT: String(port) },
         stdio: ["ignore", "pipe", "pipe"],
@@ -118,7 +155,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     },
   };
   process.once("exit", () => {
-    for (const child of children.values()) killTree(child, "SIGKILL");
+    for (const child of children.values()) kill(child, "SIGKILL");
   });
   try {
     for (const service of SERVICES) await start(service);
