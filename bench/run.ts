@@ -92,7 +92,7 @@ async function main(): Promise<number> {
     await run("queued-to-running", () => benchQueuedToRunning(ctx));
     await run("webhooks", () => benchWebhooks(ctx));
     await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
-    await run("job-acceptance", () => benchJobAcceptance(ctx));
+    await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));
     benchmarks.push(memoryResult(idle, sampler.stop()));
     benchmarks.sort((a, b) => Number(a.title.split(".")[0]) - Number(b.title.split(".")[0]));
 
@@ -128,7 +128,7 @@ async function buildServiceBundles(): Promise<void> {
 }
 
 /**
- * --profile <dir>: runs the benchmark against an extra jobs replica and an extra gateway replica (pointed at that
+ * --profile <dir>: runs a benchmark (authenticated reads, POST /jobs) against an extra jobs replica and an extra gateway replica (pointed at that
  * jobs replica), both started with `node --cpu-prof`; they write their profiles into `dir` when stopped (summarize
  * with `tsx bench/profile-summary.ts <file>`).
  */

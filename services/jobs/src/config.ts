@@ -14,6 +14,8 @@ export const jobsConfigSchema = z.object({
   JOBS_GRPC_HOST: z.string().default("127.0.0.1"),
   /** The auth service, whose Billing part answers the credit check at submission. */
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
+  /** How long a balance that covered a submission's credit check is reused for the org's next submissions. */
+  CREDIT_CHECK_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
   /** Overrides of the plan table (`@renderbus/plans`). */
   PLANS_JSON: z.string().optional(),
   /** Safety-net pass that dispatches waiting jobs of every org (after a crash between commit and scheduling). */

@@ -52,7 +52,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
   if (metrics) registerJobsMetrics(metrics, database.db, relay);
   const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS });
-  const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS);
+  const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
   const deps: JobsDeps = {
     db: database.db,
     plans: loadPlans(config.PLANS_JSON),
