@@ -20,6 +20,8 @@ export const jobsConfigSchema = z.object({
   PLANS_JSON: z.string().optional(),
   /** Safety-net pass that dispatches waiting jobs of every org (after a crash between commit and scheduling). */
   JOBS_SCHEDULER_SWEEP_MS: z.coerce.number().int().positive().default(30_000),
+  /** After a pass finds an org's slots all taken, its submissions skip their pass this long (a freed slot never waits). */
+  JOBS_SCHEDULER_FULL_RECHECK_MS: z.coerce.number().int().min(0).default(1_000),
   /** How long an Idempotency-Key answers with the first response. */
   IDEMPOTENCY_TTL_MS: z.coerce.number().int().positive().default(24 * 60 * 60 * 1000),
   /** A claimed key whose request never finished (crashed replica) is given to a new request after this long. */

@@ -51,7 +51,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   await bus.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents]);
   const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
   if (metrics) registerJobsMetrics(metrics, database.db, relay);
-  const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS });
+  const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS, fullRecheckMs: config.JOBS_SCHEDULER_FULL_RECHECK_MS });
   const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
   const deps: JobsDeps = {
     db: database.db,

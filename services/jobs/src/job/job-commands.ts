@@ -16,7 +16,7 @@ async function applyJobCommand(
   orgId?: string,
 ): Promise<jobs.Job> {
   const outcome = await runJobCommand(deps.db, jobId, makeCommand, orgId === undefined ? {} : { orgId });
-  if (outcome.events.length > 0 && isTerminal(outcome.after.status)) deps.scheduler.requestPass(outcome.after.orgId);
+  if (outcome.events.length > 0 && isTerminal(outcome.after.status)) deps.scheduler.requestPass(outcome.after.orgId, "slot-freed");
   return readJob(deps.db, jobId, orgId);
 }
 

@@ -4,13 +4,18 @@ import type { JobsDatabase } from "../db/jobs-database.js";
 import { decide } from "../job/decide.js";
 import { commitJobEvents, countActiveJobs, loadJob } from "../job/job-store.js";
 
+export interface PassOutcome {
+  dispatched: number;
+  /** Every slot is taken and jobs may still be waiting: only a job leaving its slot can change that. */
+  full: boolean;
+}
+
 /**
  * One scheduling pass for one org: dispatches its oldest waiting jobs while the jobs holding a slot (dispatched or
  * running) stay below the concurrency limit copied into each job at submission. Runs under a per-org transaction
- * advisory lock, so passes on several replicas never count the same free slot twice. Returns how many jobs it
- * dispatched.
+ * advisory lock, so passes on several replicas never count the same free slot twice.
  */
-export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: string): Promise<number> {
+export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: string): Promise<PassOutcome> {
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext(${`jobs.schedule:${orgId}`}))`.execute(trx);
     const oldest = await trx
@@ -22,10 +27,10 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
       .orderBy("id")
       .limit(1)
       .executeTakeFirst();
-    if (!oldest) return 0;
+    if (!oldest) return { dispatched: 0, full: false };
     let active = await countActiveJobs(trx, orgId);
     const slots = oldest.limits.concurrency - active;
-    if (slots <= 0) return 0;
+    if (slots <= 0) return { dispatched: 0, full: true };
     // Locks the candidates: a concurrent cancel of one of them finishes first, and the row is re-checked after.
     const candidates = await trx
       .selectFrom("job_views")
@@ -52,7 +57,7 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
       active += 1;
       dispatched += 1;
     }
-    return dispatched;
+    return { dispatched, full: dispatched === slots };
   });
 }
 
