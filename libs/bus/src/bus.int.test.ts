@@ -150,6 +150,29 @@ describe("Bus.consume", () => {
     expect(info.num_pending).toBe(0);
   });
 
+  it("acks every message its handler finished, so none stays pending on the consumer", async () => {
+    const spec: StreamSpec = { name: "ACK", subjects: ["ack.>"] };
+    await bus.ensureStreams([spec]);
+    let handled = 0;
+    const consumer = await bus.consume({
+      stream: spec,
+      durable: "ack",
+      concurrency: 4,
+      handler: async () => {
+        handled += 1;
+      },
+    });
+    const acks = await Promise.all(Array.from({ length: 20 }, (_, n) => bus.publish("ack.x", { n })));
+    const lastSequence = Math.max(...acks.map((ack) => ack.seq));
+    // The ack floor only moves once the server has the acks: this waits for them, not for a fixed time.
+    await until(async () => {
+      const info = await bus.jsm.consumers.info(bus.streamName(spec), "ack");
+      return info.ack_floor.stream_seq === lastSequence && info.num_ack_pending === 0;
+    });
+    await consumer.stop();
+    expect(handled).toBe(20);
+  });
+
   it("redelivers a message whose handler threw", async () => {
     const spec: StreamSpec = { name: "THROW", subjects: ["throw.>"] };
     await bus.ensureStreams([spec]);

@@ -62,6 +62,10 @@ export interface ConsumeOptions<T> {
   retryDelayMs?: number;
   /** How many messages are processed at once by this process. */
   concurrency?: number;
+  /**
+   * Must be idempotent: a message is acked without waiting for the server's confirmation, so a lost ack (or a crash
+   * before it) hands the same message to a handler again.
+   */
   handler: (message: BusMessage<T>) => Promise<HandlerOutcome>;
 }
 
@@ -211,7 +215,10 @@ export class Bus {
             });
             if (outcome && "term" in outcome) msg.term();
             else if (outcome && "nakDelayMs" in outcome) msg.nak(outcome.nakDelayMs);
-            else await msg.ackAck().catch(() => msg.ack());
+            // Fire-and-forget: waiting for the server to confirm each ack (ackAck) cost a request, its reply
+            // subscription and error objects per message. A lost ack redelivers after ack_wait, which handlers
+            // already survive (a crash between the work and the ack does the same).
+            else msg.ack();
           } catch (error) {
             this.options.logger?.warn({ err: error, subject, deliveryCount: msg.info.deliveryCount }, "handler failed; will be redelivered");
             msg.nak(retryDelayMs);
@@ -254,9 +261,11 @@ function isNotFound(error: unknown): boolean {
   return text.includes("not found") || (error as { code?: string | number })?.code === "404";
 }
 
+const utf8 = new TextDecoder();
+
 function decodeBody<T>(data: Uint8Array): T {
   if (data.length === 0) return undefined as T;
-  const text = new TextDecoder().decode(data);
+  const text = utf8.decode(data);
   try {
     return JSON.parse(text) as T;
   } catch {

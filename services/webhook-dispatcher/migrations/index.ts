@@ -80,4 +80,12 @@ export const migrations: Migrations = {
       await sql`alter table deliveries add column trace_headers text`.execute(db);
     },
   },
+  "2026-11-23-003-announce-on-first-attempt": {
+    async up(db: Kysely<any>) {
+      // A delivery attempted at once is announced by its attempt only; the few that wait (backlog, crash, an org
+      // at its cap) are found through this flag and announced as pending. Existing rows were announced at insert.
+      await sql`alter table deliveries add column announced boolean not null default true`.execute(db);
+      await sql`create index deliveries_unannounced on deliveries (created_at) where not announced`.execute(db);
+    },
+  },
 };

@@ -45,6 +45,11 @@ export const configSchema = z.object({
    * take its deliveries over once the lease has run out.
    */
   DISPATCHER_LEASE_GRACE_MS: z.coerce.number().int().positive().default(30_000),
+  /**
+   * A delivery is announced (DeliveryUpdated) by its first attempt; one still waiting for it after this long (a
+   * backlog, an org at its cap) is announced as pending, so job records show it. Also how often that is checked.
+   */
+  DISPATCHER_ANNOUNCE_WAITING_AFTER_MS: z.coerce.number().int().positive().default(1000),
   /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
   WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
 });

@@ -33,6 +33,8 @@ export interface DispatcherTables extends EventStoreTables {
     created_at: number;
     /** W3C trace context (JSON) of the job event that caused the delivery: every attempt is a span of that trace. */
     trace_headers: ColumnType<string | null, string | null | undefined, string | null>;
+    /** Whether a DeliveryUpdated went out for this delivery (false only until its first attempt or the waiting sweep). */
+    announced: ColumnType<boolean, boolean | undefined, boolean>;
   };
   delivery_attempts: {
     delivery_id: string;

@@ -13,6 +13,7 @@ import { webhooksRpc } from "./rpc/webhooks.rpc.js";
 import { startDeliverySender } from "./sending/delivery-sender.js";
 import { createWebhookAgent } from "./sending/post-webhook.js";
 import { createWebhookTargets } from "./targets/webhook-targets.js";
+import { startWaitingAnnouncer } from "./deliveries/waiting-announcer.js";
 
 export interface DispatcherService {
   /** Port of the `Webhooks` gRPC server. */
@@ -79,6 +80,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
     leaseMs,
   });
   const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
+  const announcer = startWaitingAnnouncer({ db, logger, afterMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS, intervalMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS });
   registerGaugeReader(metrics.registry, { name: "outbox_backlog", help: "Committed events not yet published to JetStream" }, () => relay.backlog());
   const consumer = await startJobEventsConsumer({
     bus,
@@ -108,6 +110,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
       await rpc.shutdown(2000);
       await consumer.stop();
       await sender.stop();
+      await announcer.stop();
       await relay.drained();
       await relay.stop();
       stopListening();

@@ -27,8 +27,13 @@ export interface NewDelivery {
 }
 
 /**
- * Inserts a pending delivery due at once and announces it (DeliveryUpdated). Returns undefined when a delivery for
- * the same source event exists already (a redelivered event creates nothing new).
+ * Inserts a pending delivery due at once. Returns undefined when a delivery for the same source event exists already
+ * (a redelivered event creates nothing new).
+ *
+ * A queued delivery is not announced here: its first attempt follows at once and announces it (one DeliveryUpdated
+ * per delivery instead of two, which halved the relay's publishes and the jobs service's projections); one that
+ * keeps waiting is announced as pending by announceWaitingDeliveries. An unqueued one (a test event, attempted by
+ * its caller) is announced at once: the gateway's webhook stream builds test payloads from that announcement.
  */
 export async function insertDelivery(trx: Trx, delivery: NewDelivery, now = Date.now(), { queued = true } = {}): Promise<DeliveryRow | undefined> {
   const [row] = await insertDeliveries(trx, [delivery], now, { queued });
@@ -63,18 +68,60 @@ export async function insertDeliveries(trx: Trx, deliveries: NewDelivery[], now 
         first_attempt_at: null,
         created_at: now,
         trace_headers: JSON.stringify(delivery.traceHeaders ?? currentTraceHeaders()),
+        announced: !queued,
       })),
     )
     .onConflict((conflict) => conflict.column("source_event_id").doNothing())
     .returningAll()
     .execute();
   if (rows.length === 0) return deliveries.map(() => undefined);
-  await enqueueOutbox(trx, rows.map((row) => deliveryUpdatedMessage(row, now)), now);
   if (queued) await notifyDue(trx);
+  else await enqueueOutbox(trx, rows.map((row) => deliveryUpdatedMessage(row, now)), now);
   if (deliveries.length === 1) return rows;
   // Several rows are matched to their inputs by source event id (unique), so batched deliveries must carry one.
   const bySource = new Map(rows.map((row) => [row.source_event_id, row]));
   return deliveries.map((delivery) => (delivery.sourceEventId === null ? undefined : bySource.get(delivery.sourceEventId)));
+}
+
+/**
+ * For a group of job events that only owe webhooks (no batch bookkeeping): guards each event id in
+ * `processed_events` and inserts the deliveries of the fresh ones, due at once and unannounced (see insertDeliveries),
+ * in one statement instead of a transaction of five (the ingest path runs it for every group of events). Returns the
+ * source event ids of the deliveries it created; a redelivered event creates nothing.
+ */
+export async function insertDeliveriesOfFreshEvents(db: Db, eventIds: string[], deliveries: NewDelivery[], now = Date.now()): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
+  const { rows } = await sql<{ source_event_id: string }>`
+    with fresh as (
+      insert into processed_events (event_id, processed_at)
+      select unnest(${eventIds}::text[]), ${now}
+      on conflict (event_id) do nothing
+      returning event_id
+    ), created as (
+      insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts,
+                              chain_attempts, next_attempt_at, event_at, created_at, trace_headers, announced)
+      select v.id, v.org_id, v.event, v.source_event_id, v.job_id, v.batch_id, v.url, v.body, 'pending', 0,
+             0, ${now}, v.event_at, ${now}, v.trace_headers, false
+      from unnest(
+        ${deliveries.map(() => newId("del"))}::text[],
+        ${column((d) => d.orgId)}::text[],
+        ${column((d) => d.event)}::text[],
+        ${column((d) => d.sourceEventId)}::text[],
+        ${column((d) => d.jobId)}::text[],
+        ${column((d) => d.batchId)}::text[],
+        ${column((d) => d.url)}::text[],
+        ${column((d) => d.body)}::text[],
+        ${column((d) => d.eventAt)}::bigint[],
+        ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[]
+      ) as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers)
+      where v.source_event_id in (select event_id from fresh)
+      on conflict (source_event_id) do nothing
+      returning source_event_id
+    )
+    -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.
+    select source_event_id, pg_notify(${DELIVERIES_CHANNEL}, '') from created`.execute(db);
+  return new Set(rows.map((row) => row.source_event_id));
 }
 
 /** Queues a DeliveryUpdated for the outbox relay (the jobs service projects it onto the job record). */
@@ -105,9 +152,27 @@ function deliveryUpdatedMessage(row: DeliveryRow, now: number, traceHeaders: Rec
   };
 }
 
-/** Wakes sleeping senders in every replica once the transaction commits. */
-export async function notifyDue(trx: Trx): Promise<void> {
-  await sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(trx);
+/**
+ * Announces (as pending) deliveries created before `createdBefore` whose first attempt has not been recorded yet, so
+ * a job record shows a delivery that waits behind a backlog, an org's in-flight cap or a crashed replica. Rows locked
+ * by another replica's sweep are skipped; an attempt recorded meanwhile has announced its delivery itself.
+ */
+export async function announceWaitingDeliveries(db: Db, { createdBefore, limit = 500, now = Date.now() }: { createdBefore: number; limit?: number; now?: number }): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<DeliveryRow>`
+      update deliveries set announced = true
+      where id in (
+        select id from deliveries where not announced and created_at < ${createdBefore}
+        order by created_at limit ${limit} for update skip locked)
+      returning *`.execute(trx);
+    await enqueueOutbox(trx, rows.map((row) => deliveryUpdatedMessage(row, now, row.trace_headers ? (JSON.parse(row.trace_headers) as Record<string, string>) : {})), now);
+    return rows.length;
+  });
+}
+
+/** Wakes sleeping senders in every replica once the transaction (or the statement) commits. */
+export async function notifyDue(db: Db | Trx): Promise<void> {
+  await sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
 }
 
 export interface ClaimOptions {
@@ -125,10 +190,13 @@ export interface ClaimOptions {
  */
 export async function claimDueDeliveries(db: Db, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
   if (limit <= 0) return [];
-  return db.transaction().execute(async (trx) => {
-    // Orgs at their cap are filtered in SQL, so a backlog of one org's due rows cannot crowd out the others.
-    const candidates = await sql<{ id: string; org_id: string; in_flight: number }>`
-      select d.id, d.org_id, busy.in_flight
+  // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
+  // and each round trip (a socket write and a wake-up here, a backend cycle in PostgreSQL) was a large share of the
+  // dispatcher's CPU. Orgs at their cap are filtered before the limit, so one org's backlog cannot crowd out the
+  // others; the window then gives an org no more of the remaining candidates than its free slots.
+  const { rows } = await sql<DeliveryRow>`
+    with candidates as (
+      select d.id, d.org_id, d.next_attempt_at, busy.in_flight
       from deliveries d
       cross join lateral (
         select count(*)::int as in_flight from deliveries l
@@ -139,24 +207,20 @@ export async function claimDueDeliveries(db: Db, { limit, orgMaxInFlight, leaseM
         and busy.in_flight < ${orgMaxInFlight}
       order by d.next_attempt_at
       limit ${limit * 4}
-      for update of d skip locked`.execute(trx);
-    const taken = new Map<string, number>();
-    const ids: string[] = [];
-    for (const candidate of candidates.rows) {
-      const count = taken.get(candidate.org_id) ?? candidate.in_flight;
-      if (count >= orgMaxInFlight) continue;
-      taken.set(candidate.org_id, count + 1);
-      ids.push(candidate.id);
-      if (ids.length >= limit) break;
-    }
-    if (ids.length === 0) return [];
-    return trx
-      .updateTable("deliveries")
-      .set({ lease_until: now + leaseMs, lease_token: leaseToken })
-      .where("id", "in", ids)
-      .returningAll()
-      .execute();
-  });
+      for update of d skip locked
+    ), chosen as (
+      select id from (
+        select id, next_attempt_at, in_flight + row_number() over (partition by org_id order by next_attempt_at, id) as slot
+        from candidates
+      ) ranked
+      where slot <= ${orgMaxInFlight}
+      order by next_attempt_at, id
+      limit ${limit}
+    )
+    update deliveries d set lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
+    from chosen where d.id = chosen.id
+    returning d.*`.execute(db);
+  return rows;
 }
 
 /** When the next not-yet-due delivery becomes due (to sleep exactly until then), or undefined. */
@@ -182,7 +246,8 @@ export interface RecordedAttempt {
 }
 
 export interface AttemptToRecord {
-  deliveryId: string;
+  /** The delivery as claimed: its announcement is built from it and the attempt, before the write. */
+  delivery: DeliveryRow;
   leaseToken: string;
   attempt: RecordedAttempt;
   /** The attempt's trace context, carried by its DeliveryUpdated event (batches mix attempts of many traces). */
@@ -190,15 +255,41 @@ export interface AttemptToRecord {
 }
 
 /**
- * Stores attempts and their deliveries' new state, and announces them, in one transaction (the sender batches
- * attempts that finish together: see GroupCommit). Returns, per attempt in order, the delivery's new row, or
- * undefined when the lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins.
+ * Stores attempts and their deliveries' new state, and announces them, in one statement (the sender batches attempts
+ * that finish together: see GroupCommit). Returns, per attempt in order, the delivery's new row, or undefined when
+ * the lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins, and this
+ * attempt writes neither an attempt row nor an announcement.
+ *
+ * One statement (data-modifying CTEs) instead of a transaction of four: this runs for every attempt, and each round
+ * trip was a socket write and a wake-up here and a backend cycle in PostgreSQL. Its DeliveryUpdated is built
+ * beforehand from the claimed row and the attempt (the same columns the update sets) and only inserted for rows
+ * whose lease still matched.
  */
 export async function recordAttempts(db: Db, attempts: AttemptToRecord[], now = Date.now()): Promise<Array<DeliveryRow | undefined>> {
   if (attempts.length === 0) return [];
   const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
-  return db.transaction().execute(async (trx) => {
-    const updated = await sql<DeliveryRow>`
+  const announcements = attempts.map((a) => deliveryUpdatedMessage(afterAttempt(a.delivery, a.attempt), now, a.traceHeaders));
+  const { rows } = await sql<DeliveryRow>`
+    with v as (
+      select * from unnest(
+        ${column((a) => a.delivery.id)}::text[],
+        ${column((a) => a.leaseToken)}::text[],
+        ${column((a) => a.attempt.attempt)}::int[],
+        ${column((a) => a.attempt.status)}::text[],
+        ${column((a) => a.attempt.nextAttemptAt)}::bigint[],
+        ${column((a) => a.attempt.url)}::text[],
+        ${column((a) => a.attempt.startedAt)}::bigint[],
+        ${column((a) => a.attempt.responseStatus)}::int[],
+        ${column((a) => a.attempt.error)}::text[],
+        ${column((a) => a.attempt.latencyMs)}::int[],
+        ${column((a) => a.attempt.responseExcerpt)}::text[],
+        ${announcements.map((m) => m.messageId)}::text[],
+        ${announcements.map((m) => m.subject)}::text[],
+        ${announcements.map((m) => JSON.stringify(m.body))}::text[],
+        ${announcements.map((m) => JSON.stringify(m.headers ?? {}))}::text[]
+      ) as v(id, lease_token, attempt, status, next_attempt_at, url, started_at, response_status, error, latency_ms,
+             response_excerpt, message_id, subject, body, headers)
+    ), updated as (
       update deliveries d set
         attempts = v.attempt,
         chain_attempts = d.chain_attempts + 1,
@@ -210,48 +301,39 @@ export async function recordAttempts(db: Db, attempts: AttemptToRecord[], now = 
         last_attempt_at = v.started_at,
         last_response_status = v.response_status,
         last_error = v.error,
-        first_attempt_at = coalesce(d.first_attempt_at, v.started_at)
-      from unnest(
-        ${column((a) => a.deliveryId)}::text[],
-        ${column((a) => a.leaseToken)}::text[],
-        ${column((a) => a.attempt.attempt)}::int[],
-        ${column((a) => a.attempt.status)}::text[],
-        ${column((a) => a.attempt.nextAttemptAt)}::bigint[],
-        ${column((a) => a.attempt.url)}::text[],
-        ${column((a) => a.attempt.startedAt)}::bigint[],
-        ${column((a) => a.attempt.responseStatus)}::int[],
-        ${column((a) => a.attempt.error)}::text[]
-      ) as v(id, lease_token, attempt, status, next_attempt_at, url, started_at, response_status, error)
+        first_attempt_at = coalesce(d.first_attempt_at, v.started_at),
+        announced = true
+      from v
       where d.id = v.id and d.lease_token = v.lease_token
-      returning d.*`.execute(trx);
-    const byId = new Map(updated.rows.map((row) => [row.id, row]));
-    const kept = attempts.filter((a) => byId.has(a.deliveryId));
-    if (kept.length === 0) return attempts.map(() => undefined);
-    await trx
-      .insertInto("delivery_attempts")
-      .values(
-        kept.map((a) => ({
-          delivery_id: a.deliveryId,
-          attempt: a.attempt.attempt,
-          started_at: a.attempt.startedAt,
-          response_status: a.attempt.responseStatus,
-          error: a.attempt.error,
-          latency_ms: a.attempt.latencyMs,
-          response_excerpt: a.attempt.responseExcerpt,
-        })),
-      )
-      .onConflict((conflict) => conflict.columns(["delivery_id", "attempt"]).doNothing())
-      .execute();
-    await enqueueOutbox(trx, kept.map((a) => deliveryUpdatedMessage(byId.get(a.deliveryId)!, now, a.traceHeaders)), now);
-    if (updated.rows.some((row) => row.next_attempt_at !== null)) await notifyDue(trx);
-    return attempts.map((a) => byId.get(a.deliveryId));
-  });
+      returning d.*
+    ), recorded as (
+      insert into delivery_attempts (delivery_id, attempt, started_at, response_status, error, latency_ms, response_excerpt)
+      select v.id, v.attempt, v.started_at, v.response_status, v.error, v.latency_ms, v.response_excerpt
+      from v join updated on updated.id = v.id
+      on conflict (delivery_id, attempt) do nothing
+    ), announced as (
+      insert into outbox (message_id, subject, body, headers, created_at)
+      select v.message_id, v.subject, v.body::jsonb, v.headers::jsonb, ${now}
+      from v join updated on updated.id = v.id
+    )
+    select * from updated`.execute(db);
+  // A retry is due later: wake every replica's sender so it sleeps until then (after the commit, like a NOTIFY).
+  if (rows.some((row) => row.next_attempt_at !== null)) await notifyDue(db);
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return attempts.map((a) => byId.get(a.delivery.id));
 }
 
-/** Stores one attempt (see recordAttempts). */
-export async function recordAttempt(db: Db, deliveryId: string, leaseToken: string, attempt: RecordedAttempt, now = Date.now()): Promise<DeliveryRow | undefined> {
-  const [row] = await recordAttempts(db, [{ deliveryId, leaseToken, attempt }], now);
-  return row;
+/** The row recordAttempts' update makes of a claimed delivery (for its announcement, built before the write). */
+function afterAttempt(row: DeliveryRow, attempt: RecordedAttempt): DeliveryRow {
+  return {
+    ...row,
+    attempts: attempt.attempt,
+    status: attempt.status,
+    next_attempt_at: attempt.nextAttemptAt,
+    last_attempt_at: attempt.startedAt,
+    last_response_status: attempt.responseStatus,
+    last_error: attempt.error,
+  };
 }
 
 /** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */

@@ -4,7 +4,7 @@ import type { jobEvents } from "@renderbus/contracts";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
-import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
+import { insertDeliveries, insertDeliveriesOfFreshEvents, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -81,11 +81,37 @@ interface PlannedEvent {
   traceHeaders: Record<string, string>;
 }
 
+/** The webhook delivery an event owes, when its org takes webhooks. */
+function deliveryOf({ eventId, plan, target, traceHeaders }: PlannedEvent): NewDelivery | undefined {
+  if (!plan.webhook || !target || !acceptsWebhooks(target)) return undefined;
+  return {
+    orgId: plan.orgId,
+    event: plan.webhook.event,
+    sourceEventId: eventId,
+    jobId: plan.webhook.jobId,
+    batchId: plan.terminal?.batchId ?? null,
+    url: target.url,
+    body: JSON.stringify(plan.webhook.body),
+    eventAt: plan.webhook.eventAt,
+    traceHeaders,
+  };
+}
+
 /**
  * Writes planned events in one transaction: each is guarded by `processed_events` (a redelivered event writes
- * nothing), then batch progress and deliveries. Returns, per event, whether a delivery was created.
+ * nothing), then batch progress and deliveries. Returns, per event, whether a delivery was created. A group without
+ * batch bookkeeping (nearly every group: job events outside batches) is written by a single statement, since the
+ * round trips of the transaction were most of the statements the dispatcher still sent per delivery.
  */
 async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedEvent[]): Promise<boolean[]> {
+  if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
+    const created = await insertDeliveriesOfFreshEvents(
+      db,
+      events.map((event) => event.eventId),
+      events.flatMap((event) => deliveryOf(event) ?? []),
+    );
+    return events.map((event) => created.has(event.eventId));
+  }
   return db.transaction().execute(async (trx) => {
     const now = Date.now();
     const fresh = new Set(
@@ -104,19 +130,8 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedE
       // A batch's events are few next to its jobs' events: these stay one statement each.
       if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
       if (plan.terminal) await recordTerminalJob(trx, plan.terminal);
-      if (plan.webhook && target && acceptsWebhooks(target)) {
-        deliveries.push({
-          orgId: plan.orgId,
-          event: plan.webhook.event,
-          sourceEventId: eventId,
-          jobId: plan.webhook.jobId,
-          batchId: plan.terminal?.batchId ?? null,
-          url: target.url,
-          body: JSON.stringify(plan.webhook.body),
-          eventAt: plan.webhook.eventAt,
-          traceHeaders,
-        });
-      }
+      const delivery = deliveryOf({ eventId, plan, target, traceHeaders });
+      if (delivery) deliveries.push(delivery);
     }
     const created = new Set((await insertDeliveries(trx, deliveries, now)).flatMap((row) => (row?.source_event_id ? [row.source_event_id] : [])));
     return events.map((event) => created.has(event.eventId));

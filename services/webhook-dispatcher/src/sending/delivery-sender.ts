@@ -83,12 +83,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
 
   const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs = options.retryScheduleMs): Promise<DeliveryRow | undefined> => {
-    const log = logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
+    // A child logger serializes its bindings when made: only make one for a line that will be written.
+    const log = () => logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
     let target;
     try {
       target = await options.targets.get(row.org_id);
     } catch (error) {
-      log.warn({ err: error }, "webhook target unavailable; delivery postponed");
+      log().warn({ err: error }, "webhook target unavailable; delivery postponed");
       await postponeLease(db, row.id, leaseToken, Date.now() + TARGET_UNAVAILABLE_BACKOFF_MS);
       return undefined;
     }
@@ -108,7 +109,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     }
     const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now() }, retryScheduleMs);
     const updated = await recorder.submit({
-      deliveryId: row.id,
+      delivery: row,
       leaseToken,
       traceHeaders: currentTraceHeaders(),
       attempt: {
@@ -129,10 +130,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     if (row.first_attempt_at === null) metrics.eventToFirstAttempt.observe(Math.max(0, result.startedAt - row.event_at) / 1000);
     if (next.status !== "pending") metrics.deliveries.inc({ outcome: next.status });
     // Every attempt is recorded in the database; only failures are worth a line at the default level.
-    log[result.succeeded ? "debug" : "info"](
-      { attempt: attemptNumber, status: next.status, responseStatus: result.responseStatus ?? undefined, error: result.error ?? undefined, latencyMs: result.latencyMs },
-      "webhook attempt",
-    );
+    const level = result.succeeded ? "debug" : "info";
+    if (logger.isLevelEnabled(level)) {
+      log()[level](
+        { attempt: attemptNumber, status: next.status, responseStatus: result.responseStatus ?? undefined, error: result.error ?? undefined, latencyMs: result.latencyMs },
+        "webhook attempt",
+      );
+    }
     return updated;
   };
 
