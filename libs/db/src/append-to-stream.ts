@@ -35,6 +35,24 @@ export class ConcurrencyError extends Error {
 }
 
 /**
+ * The `events` rows for appending `events` at `expectedVersion + 1 ...`, with the current trace context as metadata.
+ * `appendToStream` writes them; a caller creating a brand-new stream may write them in a statement of its own.
+ */
+export function eventRowsOf(streamId: string, expectedVersion: number, events: NewEvent[], now: number) {
+  const metadata = currentTraceHeaders();
+  const rows = events.map((event, index) => ({
+    event_id: newId("evt"),
+    stream_id: streamId,
+    version: expectedVersion + index + 1,
+    type: event.type,
+    data: JSON.stringify(event.data),
+    metadata: JSON.stringify(metadata),
+    created_at: now,
+  }));
+  return { rows, metadata };
+}
+
+/**
  * Appends events at `expectedVersion + 1 ...` inside the caller's transaction, so that projections and outbox rows
  * written in the same transaction commit or vanish with them. Optimistic concurrency rests on
  * `unique (stream_id, version)`: of two writers at the same expected version, the second fails on commit order.
@@ -48,16 +66,7 @@ export async function appendToStream<DB extends EventStoreTables>(
   now = Date.now(),
 ): Promise<StoredEvent[]> {
   if (events.length === 0) return [];
-  const metadata = currentTraceHeaders();
-  const rows = events.map((event, index) => ({
-    event_id: newId("evt"),
-    stream_id: streamId,
-    version: expectedVersion + index + 1,
-    type: event.type,
-    data: JSON.stringify(event.data),
-    metadata: JSON.stringify(metadata),
-    created_at: now,
-  }));
+  const { rows, metadata } = eventRowsOf(streamId, expectedVersion, events, now);
   const db = trx as unknown as Transaction<EventStoreTables>;
   try {
     // No savepoint: after a conflict PostgreSQL aborts the caller's transaction, which then retries from the start.

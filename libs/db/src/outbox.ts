@@ -12,20 +12,23 @@ export interface OutboxMessage {
   headers?: Record<string, string>;
 }
 
+/** The `outbox` rows for `messages`, carrying the current trace context in their headers. */
+export function outboxRowsOf(messages: OutboxMessage[], now: number) {
+  const trace = currentTraceHeaders();
+  return messages.map((message) => ({
+    message_id: message.messageId,
+    subject: message.subject,
+    body: JSON.stringify(message.body),
+    headers: JSON.stringify({ ...trace, ...message.headers }),
+    created_at: now,
+  }));
+}
+
 /** Inserts outbox rows inside the caller's transaction (the `beforeCommit` step of the write path). */
 export async function enqueueOutbox<DB extends EventStoreTables>(trx: Transaction<DB>, messages: OutboxMessage[], now = Date.now()): Promise<void> {
   if (messages.length === 0) return;
-  const trace = currentTraceHeaders();
   await (trx as unknown as Transaction<EventStoreTables>)
     .insertInto("outbox")
-    .values(
-      messages.map((message) => ({
-        message_id: message.messageId,
-        subject: message.subject,
-        body: JSON.stringify(message.body),
-        headers: JSON.stringify({ ...trace, ...message.headers }),
-        created_at: now,
-      })) as never,
-    )
+    .values(outboxRowsOf(messages, now) as never)
     .execute();
 }

@@ -20,7 +20,7 @@ export const dispatchSubject = (jobType: string): string => `jobs.dispatch.${job
  * Outbox messages announcing stored job events: one on `jobs.events.<name>` per event (msg id = event id), plus the
  * work message on `jobs.dispatch.<type>` for a dispatch. `state` is the job after the events.
  */
-export function jobOutboxMessages(stored: StoredEvent[], state: JobState): OutboxMessage[] {
+export function jobOutboxMessages(stored: Array<Pick<StoredEvent, "eventId" | "type" | "data">>, state: JobState): OutboxMessage[] {
   const messages: OutboxMessage[] = [];
   for (const event of stored) {
     const name = JOB_EVENT_NAMES[event.type as JobEventType];

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import { notFound } from "@renderbus/errors";
-import { appendToStream, ConcurrencyError, enqueueOutbox, readStream } from "@renderbus/db";
+import { appendToStream, ConcurrencyError, enqueueOutbox, eventRowsOf, outboxRowsOf, readStream } from "@renderbus/db";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { projectBatchTransition } from "../batch/batch-projection.js";
 import { decide } from "./decide.js";
@@ -44,8 +44,43 @@ export async function commitJobEvents(trx: JobsTransaction, loaded: LoadedJob, e
   return after;
 }
 
+/**
+ * Stores a new job (its first events, projection row and outbox messages) in ONE statement: data-modifying CTEs
+ * commit or fail together like a transaction, so submission costs one round trip to PostgreSQL instead of five
+ * (BEGIN, three inserts, COMMIT). A brand-new stream has no version to conflict with. For a job outside any batch
+ * (a batch's jobs also update the batch projection: `commitJobEvents`). Returns the job's state.
+ */
+export async function createJob(db: Kysely<JobsDatabase>, events: JobEvent[], now: number): Promise<JobState> {
+  const jobId = events[0]!.data.jobId;
+  const { rows } = eventRowsOf(jobId, 0, events, now);
+  const job = events.reduce<JobState | undefined>(evolve, undefined)!;
+  const stored = rows.map((row, index) => ({ ...events[index]!, eventId: row.event_id }));
+  await db
+    .with("new_events", (query) => query.insertInto("events").values(rows as never))
+    .with("new_outbox", (query) => query.insertInto("outbox").values(outboxRowsOf(jobOutboxMessages(stored, job), now) as never))
+    .insertInto("job_views")
+    .values(jobViewRowOf(job, rows.length))
+    .execute();
+  return job;
+}
+
 async function projectJob(trx: JobsTransaction, job: JobState, version: number): Promise<void> {
-  const row = {
+  const { changing, ...created } = splitJobViewRow(job, version);
+  await trx
+    .insertInto("job_views")
+    .values({ ...created, ...changing })
+    .onConflict((conflict) => conflict.column("id").doUpdateSet(changing))
+    .execute();
+}
+
+const jobViewRowOf = (job: JobState, version: number) => {
+  const { changing, ...created } = splitJobViewRow(job, version);
+  return { ...created, ...changing };
+};
+
+/** The projection row of a job: the columns set at creation, and `changing`, those every later event may update. */
+function splitJobViewRow(job: JobState, version: number) {
+  const changing = {
     status: job.status,
     result: JSON.stringify(job.result ?? null),
     cost: JSON.stringify(job.cost ?? null),
@@ -55,24 +90,20 @@ async function projectJob(trx: JobsTransaction, job: JobState, version: number):
     completed_at: job.completedAt ?? null,
     version,
   };
-  await trx
-    .insertInto("job_views")
-    .values({
-      ...row,
-      id: job.id,
-      org_id: job.orgId,
-      batch_id: job.batchId ?? null,
-      type: job.type,
-      inputs: JSON.stringify(job.inputs),
-      params: JSON.stringify(job.params),
-      metadata: JSON.stringify(job.metadata),
-      plan: job.plan,
-      limits: JSON.stringify(job.limits),
-      submitted_by: job.submittedBy,
-      created_at: job.createdAt,
-    })
-    .onConflict((conflict) => conflict.column("id").doUpdateSet(row))
-    .execute();
+  return {
+    changing,
+    id: job.id,
+    org_id: job.orgId,
+    batch_id: job.batchId ?? null,
+    type: job.type,
+    inputs: JSON.stringify(job.inputs),
+    params: JSON.stringify(job.params),
+    metadata: JSON.stringify(job.metadata),
+    plan: job.plan,
+    limits: JSON.stringify(job.limits),
+    submitted_by: job.submittedBy,
+    created_at: job.createdAt,
+  };
 }
 
 export interface JobCommandOutcome {

@@ -6,7 +6,7 @@ import type { jobs } from "@renderbus/contracts";
 import type { JobsDeps } from "../deps.js";
 import { withIdempotency } from "../idempotency/with-idempotency.js";
 import { decide } from "../job/decide.js";
-import { commitJobEvents } from "../job/job-store.js";
+import { commitJobEvents, createJob } from "../job/job-store.js";
 import { jobMessage } from "../job/job-view.js";
 import { validateJobSpec } from "./validate-job-spec.js";
 
@@ -23,27 +23,29 @@ export async function submitJob(deps: JobsDeps, auth: AuthContext, request: jobs
     { orgId: auth.orgId, key: request.idempotencyKey, operation: "SubmitJob", body: request.job, ...deps.idempotency },
     async (recordResponse) => {
       await deps.credits.ensureBalance(auth.orgId, MINIMUM_PRICE);
-      const jobId = newId("job");
       const now = Date.now();
-      const job = await deps.db.transaction().execute(async (trx) => {
-        const events = decide(undefined, {
-          type: "QueueJob",
-          jobId,
-          orgId: auth.orgId,
-          jobType: spec.type,
-          inputs: spec.inputs,
-          params: spec.params,
-          metadata: spec.metadata,
-          plan: plan.name,
-          limits: { maxRunSeconds: plan.maxRunSeconds, maxInputBytes: plan.maxInputBytes, concurrency: plan.concurrency },
-          submittedBy: auth.userId,
-          now,
-        });
-        const state = await commitJobEvents(trx, { state: undefined, version: 0 }, events, now);
-        const message = jobMessage(state!);
-        await recordResponse(trx, message);
-        return message;
+      const events = decide(undefined, {
+        type: "QueueJob",
+        jobId: newId("job"),
+        orgId: auth.orgId,
+        jobType: spec.type,
+        inputs: spec.inputs,
+        params: spec.params,
+        metadata: spec.metadata,
+        plan: plan.name,
+        limits: { maxRunSeconds: plan.maxRunSeconds, maxInputBytes: plan.maxInputBytes, concurrency: plan.concurrency },
+        submittedBy: auth.userId,
+        now,
       });
+      // Without an Idempotency-Key there is no response to store with the job: one statement does it all.
+      const job =
+        request.idempotencyKey === undefined
+          ? jobMessage(await createJob(deps.db, events, now))
+          : await deps.db.transaction().execute(async (trx) => {
+              const message = jobMessage((await commitJobEvents(trx, { state: undefined, version: 0 }, events, now))!);
+              await recordResponse(trx, message);
+              return message;
+            });
       deps.scheduler.requestPass(auth.orgId);
       return job;
     },
