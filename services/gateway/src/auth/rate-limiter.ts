@@ -21,16 +21,23 @@ return { count, redis.call('PTTL', KEYS[1]) }
  * (see docs/adr/0002-rate-limit-store.md).
  */
 export class RateLimiter {
+  private readonly redis: Redis & { rbRateLimitIncrement(key: string, windowMs: string): Promise<[number, number]> };
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly windowMs = 60_000,
     private readonly prefix = "rb:rl",
-  ) {}
+  ) {
+    // A defined command runs by EVALSHA (the script is sent once, then only its hash): every API request pays this
+    // round trip, so it stays as small as it can be.
+    if (!("rbRateLimitIncrement" in redis)) redis.defineCommand("rbRateLimitIncrement", { numberOfKeys: 1, lua: INCREMENT });
+    this.redis = redis as RateLimiter["redis"];
+  }
 
   async hit(subject: string, limit: number, now = Date.now()): Promise<RateLimitDecision> {
     const window = Math.floor(now / this.windowMs);
     const key = `${this.prefix}:${subject}:${window}`;
-    const [count, ttl] = (await this.redis.eval(INCREMENT, 1, key, String(this.windowMs))) as [number, number];
+    const [count, ttl] = await this.redis.rbRateLimitIncrement(key, String(this.windowMs));
     const resetMs = ttl > 0 ? ttl : this.windowMs - (now % this.windowMs);
     return {
       allowed: count <= limit,
