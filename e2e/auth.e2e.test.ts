@@ -225,6 +225,10 @@ describe("authentication, API keys and rate limits through two gateway replicas"
     const refused = await teammate.post(origin, "/api-keys", { name: "not allowed" });
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");
+    // Webhook test events and retries are managing webhooks too.
+    const testEvent = await teammate.post(origin, "/webhooks/test", {});
+    expect(testEvent.status).toBe(403);
+    expect(((await testEvent.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");
 
     expect((await owner.post(origin, "/auth/organization/remove-member", { memberIdOrEmail: teammate.email })).status).toBe(200);
     // The very next request, through either replica, acts in the teammate's own org again.

@@ -10,6 +10,9 @@ export interface AuthContext {
   apiKeyId?: string;
 }
 
+/** Roles that manage an org's API keys, webhooks and members (API keys resolve to `admin`). */
+export const isManagerRole = (role: string | undefined): boolean => role === "owner" || role === "admin";
+
 const KEYS = { userId: "x-rb-user-id", orgId: "x-rb-org-id", plan: "x-rb-plan", role: "x-rb-role", credential: "x-rb-credential" } as const;
 
 /** Writes the auth context into gRPC metadata (the gateway does this on every downstream call). */

@@ -6,7 +6,7 @@ import type { DeliveryAttempt, WebhookDeliverySummary } from "../types";
 type DeliveryRow = WebhookDeliverySummary & { jobId?: string | null };
 
 /**
- * Webhook deliveries with a retry button per row: the job page (with each delivery's attempt log and next attempt)
+ * Webhook deliveries with a retry button per row (for owners and admins: without `onRetry` there is none): the job page (with each delivery's attempt log and next attempt)
  * and the webhooks settings page (with the job each delivery is about) show the same table.
  */
 export function DeliveriesTable({
@@ -24,8 +24,8 @@ export function DeliveriesTable({
   showNextAttempt?: boolean;
   /** When given, the attempts cell opens the delivery's attempt log. */
   attemptsOf?: (deliveryId: string) => DeliveryAttempt[];
-  retrying: string | undefined;
-  onRetry: (deliveryId: string) => void;
+  retrying?: string | undefined;
+  onRetry?: ((deliveryId: string) => void) | undefined;
 }) {
   return (
     <TableWrap label={label}>
@@ -39,9 +39,11 @@ export function DeliveriesTable({
             <th scope="col">Last attempt</th>
             <th scope="col">Response</th>
             {showNextAttempt ? <th scope="col">Next attempt</th> : null}
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
+            {onRetry ? (
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            ) : null}
           </tr>
         </thead>
         <tbody>
@@ -68,17 +70,19 @@ export function DeliveriesTable({
               <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
               <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
               {showNextAttempt ? <td data-label="Next attempt">{formatTime(delivery.nextAttemptAt)}</td> : null}
-              <td data-label="Actions">
-                <button
-                  type="button"
-                  className="button button-small"
-                  onClick={() => onRetry(delivery.id)}
-                  disabled={delivery.status === "pending" || retrying === delivery.id}
-                  aria-label={`Retry ${delivery.event} delivery ${delivery.id}`}
-                >
-                  {retrying === delivery.id ? "Retrying…" : "Retry"}
-                </button>
-              </td>
+              {onRetry ? (
+                <td data-label="Actions">
+                  <button
+                    type="button"
+                    className="button button-small"
+                    onClick={() => onRetry(delivery.id)}
+                    disabled={delivery.status === "pending" || retrying === delivery.id}
+                    aria-label={`Retry ${delivery.event} delivery ${delivery.id}`}
+                  >
+                    {retrying === delivery.id ? "Retrying…" : "Retry"}
+                  </button>
+                </td>
+              ) : null}
             </tr>
           ))}
         </tbody>

@@ -4,6 +4,8 @@ import { creditCount, formatBytes, formatDuration, formatTime, isTerminal, previ
 import { useJobEvents } from "../live";
 import { Link } from "../router";
 import { DeliveriesTable } from "../components/DeliveriesTable";
+import { canManage } from "../members";
+import { useSession } from "../session";
 import { ConfirmDialog, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, useResource } from "../components/ui";
 import type { Delivery, Job, JobType, WebhookDeliverySummary } from "../types";
 
@@ -208,6 +210,7 @@ function Deliveries({ jobId, deliveries, onRetried }: { jobId: string; deliverie
     [jobId, summaryKey],
   );
   const attemptsOf = (id: string) => log.data?.find((delivery) => delivery.id === id)?.attemptLog ?? [];
+  const session = useSession();
   const [retrying, setRetrying] = useState<string>();
   const [error, setError] = useState<unknown>();
   const [retried, setRetried] = useState<string>();
@@ -237,7 +240,14 @@ function Deliveries({ jobId, deliveries, onRetried }: { jobId: string; deliverie
           </p>
         </EmptyState>
       ) : (
-        <DeliveriesTable label="Webhook deliveries" deliveries={deliveries} showNextAttempt attemptsOf={attemptsOf} retrying={retrying} onRetry={(id) => void retry(id)} />
+        <DeliveriesTable
+          label="Webhook deliveries"
+          deliveries={deliveries}
+          showNextAttempt
+          attemptsOf={attemptsOf}
+          retrying={retrying}
+          onRetry={canManage(session.me?.role) ? (id) => void retry(id) : undefined}
+        />
       )}
     </section>
   );

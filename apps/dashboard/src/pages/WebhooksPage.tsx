@@ -14,7 +14,7 @@ export function WebhooksPage() {
   const org = useResource(() => api.get<Org>("/orgs/current"), []);
   const plan = org.data?.plan ?? session.me?.plan ?? "free";
   const allowed = WEBHOOK_PLANS.has(plan);
-  // Members may look (and send a test event); the API refuses their setting changes (403).
+  // Members may look; changing the settings, test events and retries are for owners and admins (the API answers 403).
   const manager = canManage(session.me?.role);
 
   return (
@@ -36,8 +36,8 @@ export function WebhooksPage() {
       ) : null}
       {org.data && allowed && !manager ? <Notice>Only owners and admins can change the webhook settings.</Notice> : null}
       {org.data ? <WebhookForm org={org.data} disabled={!allowed || !manager} onSaved={(next) => org.setData(next)} /> : null}
-      {org.data && allowed ? <TestEvent configured={Boolean(org.data.webhookUrl)} /> : null}
-      {org.data && allowed ? <RecentDeliveries /> : null}
+      {org.data && allowed && manager ? <TestEvent configured={Boolean(org.data.webhookUrl)} /> : null}
+      {org.data && allowed ? <RecentDeliveries canRetry={manager} /> : null}
     </>
   );
 }
@@ -153,7 +153,7 @@ function TestEvent({ configured }: { configured: boolean }) {
   );
 }
 
-function RecentDeliveries() {
+function RecentDeliveries({ canRetry }: { canRetry: boolean }) {
   const deliveries = useResource(() => api.page<Delivery>(withQuery("/webhooks/deliveries", { limit: 20 })), []);
   const [retryError, setRetryError] = useState<unknown>();
   const [retrying, setRetrying] = useState<string>();
@@ -187,7 +187,7 @@ function RecentDeliveries() {
           <p>Send a test event or submit a job to see deliveries here.</p>
         </EmptyState>
       ) : (
-        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob retrying={retrying} onRetry={(id) => void retry(id)} />
+        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob retrying={retrying} onRetry={canRetry ? (id) => void retry(id) : undefined} />
       )}
     </section>
   );

@@ -4,7 +4,7 @@ import { sql } from "kysely";
 import { forbidden, notFound } from "@renderbus/errors";
 import { planOf, type PlanName } from "@renderbus/plans";
 import type { auth } from "@renderbus/contracts";
-import type { AuthContext } from "@renderbus/rpc";
+import { isManagerRole, type AuthContext } from "@renderbus/rpc";
 import type { AuthTables, Role } from "../database.js";
 import type { AuthStore } from "../store.js";
 import { balanceOf, grantCredits, openBalance } from "../billing/credit-ledger.js";
@@ -135,8 +135,7 @@ export function effectiveRole(roles: string): Role {
 
 /** @throws AppError FORBIDDEN unless the caller is an owner or admin of its org (keys and webhooks). */
 export async function requireManager(store: AuthStore, context: AuthContext): Promise<void> {
-  const role = await roleOf(store, context);
-  if (role !== "owner" && role !== "admin") throw forbidden("Only owners and admins of the organization may do this");
+  if (!isManagerRole(await roleOf(store, context))) throw forbidden("Only owners and admins of the organization may do this");
 }
 
 /**

@@ -22,7 +22,7 @@ let client: ReturnType<typeof webhooksClient>;
 let productionClient: ReturnType<typeof webhooksClient>;
 const receivers: { stop(): Promise<void> }[] = [];
 
-const as = (orgId: string, plan = "pro") => ({ auth: { orgId, userId: "usr_test", plan } });
+const as = (orgId: string, plan = "pro", role = "admin") => ({ auth: { orgId, userId: "usr_test", plan, role } });
 
 beforeAll(async () => {
   const { natsUrl } = testInfra();
@@ -142,6 +142,14 @@ describe("Webhooks.SendTest", () => {
     expect(response.delivery).toMatchObject({ status: "failed", lastResponseStatus: 401 });
     expect(response.delivery!.attemptLog[0]!.responseExcerpt).toBe("bad signature");
     expect(receiver.received).toHaveLength(1);
+  });
+
+  it("refuses members: only owners and admins send test events and retry deliveries, and nothing is sent", async () => {
+    const { orgId, receiver } = await orgWithReceiver();
+    await expect(client.sendTest({}, as(orgId, "pro", "member"))).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(client.retryDelivery({ deliveryId: newId("del") }, as(orgId, "pro", "member"))).rejects.toMatchObject({ code: "FORBIDDEN" });
+    expect(receiver.received).toHaveLength(0);
+    expect((await client.sendTest({}, as(orgId, "pro", "owner"))).succeeded).toBe(true);
   });
 
   it("answers PLAN_LIMIT on a plan without webhooks and VALIDATION_ERROR without a URL", async () => {

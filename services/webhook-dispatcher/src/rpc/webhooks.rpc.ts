@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
-import { AppError, notFound, planLimit, validationError } from "@renderbus/errors";
+import { AppError, forbidden, notFound, planLimit, validationError } from "@renderbus/errors";
 import { isId } from "@renderbus/ids";
 import type { webhooks } from "@renderbus/contracts";
-import type { AsyncService } from "@renderbus/rpc";
+import { isManagerRole, type AsyncService, type AuthContext } from "@renderbus/rpc";
 import type { DispatcherTables } from "../database.js";
 import {
   attemptsOf,
@@ -28,7 +28,13 @@ export interface WebhooksRpcDeps {
 const STATUSES = new Set(["pending", "succeeded", "failed"]);
 const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]);
 
-/** The `Webhooks` gRPC service: the org's delivery log, manual retries and test events. */
+/** Manual retries and test events act on the org's webhook setup: owners and admins only, like changing it. */
+function requireManager(auth: AuthContext): AuthContext {
+  if (!isManagerRole(auth.role)) throw forbidden("Only owners and admins of the organization may do this");
+  return auth;
+}
+
+/** The `Webhooks` gRPC service: the org's delivery log (any member), manual retries and test events (managers). */
 export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): AsyncService<webhooks.WebhooksServer> {
   return {
     async listDeliveries(request, context) {
@@ -45,7 +51,7 @@ export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): 
     },
 
     async retryDelivery(request, context) {
-      const { orgId } = context.requireAuth();
+      const { orgId } = requireManager(context.requireAuth());
       if (!isId("del", request.deliveryId)) throw notFound("Delivery");
       const restarted = await restartDelivery(db, orgId, request.deliveryId);
       if (!restarted) {
@@ -59,7 +65,7 @@ export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): 
     },
 
     async sendTest(_request, context) {
-      const { orgId } = context.requireAuth();
+      const { orgId } = requireManager(context.requireAuth());
       // Fresh: the user has usually just saved the URL and secret they want to test.
       const target = await targets.get(orgId, { fresh: true });
       if (!target.plan.webhooks) throw planLimit(`Webhooks are not included in the ${target.plan.name} plan`);
