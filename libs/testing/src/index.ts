@@ -6,3 +6,4 @@ export * from './provided-context.js';
 export * from './test-infra.js';
 export * from "./test-database.js";
 export * from "./system.js";
+export * from "./outcome.js";

@@ -1,15 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "@renderbus/errors";
+import { outcomeOf } from "@renderbus/testing";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return "OK";
-  } catch (error) {
-    return error instanceof AppError ? error.code : String(error);
-  }
-}
 
 describe("API keys through gRPC", () => {
   let harness: AuthHarness;
@@ -35,7 +26,7 @@ describe("API keys through gRPC", () => {
 
     const revoked = await harness.authClient.revokeApiKey({ keyId: created.apiKey!.id }, { auth: org.context });
     expect(revoked.revokedAt).toBeGreaterThan(0);
-    expect(await codeOf(harness.authClient.resolveApiKey({ key: created.key }))).toBe("UNAUTHORIZED");
+    expect(await outcomeOf(harness.authClient.resolveApiKey({ key: created.key }))).toBe("UNAUTHORIZED");
     const after = await harness.authClient.listApiKeys({}, { auth: org.context });
     expect(after.apiKeys.find((key) => key.id === created.apiKey?.id)?.revokedAt).toBe(revoked.revokedAt);
   });
@@ -50,15 +41,15 @@ describe("API keys through gRPC", () => {
 
   it("returns UNAUTHORIZED for unknown and malformed keys", async () => {
     for (const key of ["", "rb_", "rb_" + "A".repeat(43), "Bearer x", "rb_\u0000\u00ff", "x".repeat(10_000)]) {
-      expect(await codeOf(harness.authClient.resolveApiKey({ key }))).toBe("UNAUTHORIZED");
+      expect(await outcomeOf(harness.authClient.resolveApiKey({ key }))).toBe("UNAUTHORIZED");
     }
   });
 
   it("returns NOT_FOUND when a key of org A revokes a key of org B, and B's key keeps working", async () => {
     const orgA = await harness.seedOrg("pro", "A");
     const orgB = await harness.seedOrg("pro", "B");
-    expect(await codeOf(harness.authClient.revokeApiKey({ keyId: orgB.apiKeyId }, { auth: orgA.context }))).toBe("NOT_FOUND");
-    expect(await codeOf(harness.authClient.revokeApiKey({ keyId: "key_nonsense" }, { auth: orgA.context }))).toBe("NOT_FOUND");
+    expect(await outcomeOf(harness.authClient.revokeApiKey({ keyId: orgB.apiKeyId }, { auth: orgA.context }))).toBe("NOT_FOUND");
+    expect(await outcomeOf(harness.authClient.revokeApiKey({ keyId: "key_nonsense" }, { auth: orgA.context }))).toBe("NOT_FOUND");
     const listedByA = await harness.authClient.listApiKeys({}, { auth: orgA.context });
     expect(listedByA.apiKeys.map((key) => key.id)).not.toContain(orgB.apiKeyId);
     expect((await harness.authClient.resolveApiKey({ key: orgB.apiKey })).orgId).toBe(orgB.orgId);
@@ -66,11 +57,11 @@ describe("API keys through gRPC", () => {
 
   it("validates the key name and refuses members with FORBIDDEN", async () => {
     const org = await harness.seedOrg("pro");
-    expect(await codeOf(harness.authClient.createApiKey({ name: "" }, { auth: org.context }))).toBe("VALIDATION_ERROR");
-    expect(await codeOf(harness.authClient.createApiKey({ name: "x".repeat(101) }, { auth: org.context }))).toBe("VALIDATION_ERROR");
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "" }, { auth: org.context }))).toBe("VALIDATION_ERROR");
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "x".repeat(101) }, { auth: org.context }))).toBe("VALIDATION_ERROR");
     const member = { ...org.context, role: "member" };
-    expect(await codeOf(harness.authClient.createApiKey({ name: "nope" }, { auth: member }))).toBe("FORBIDDEN");
-    expect(await codeOf(harness.authClient.revokeApiKey({ keyId: org.apiKeyId }, { auth: member }))).toBe("FORBIDDEN");
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "nope" }, { auth: member }))).toBe("FORBIDDEN");
+    expect(await outcomeOf(harness.authClient.revokeApiKey({ keyId: org.apiKeyId }, { auth: member }))).toBe("FORBIDDEN");
   });
 
   it("publishes auth.events.api_key.revoked with the key hash on revocation", async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "@renderbus/errors";
+import { outcomeOf } from "@renderbus/testing";
 import type { AuthContext } from "@renderbus/rpc";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 
@@ -43,15 +43,6 @@ async function signUp(harness: AuthHarness, name: string): Promise<Person> {
   };
 }
 
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return "OK";
-  } catch (error) {
-    return error instanceof AppError ? error.code : String(error);
-  }
-}
-
 describe("organizations on Better Auth's organization plugin: members, roles, invitations", () => {
   let harness: AuthHarness;
   beforeAll(async () => {
@@ -89,8 +80,8 @@ describe("organizations on Better Auth's organization plugin: members, roles, in
     // Accepting makes the invited org the session's active one: the API now acts there, as a member.
     const member = await invitee.context();
     expect(member).toMatchObject({ userId: personal.userId, orgId: ownerContext.orgId, role: "member", plan: "free" });
-    expect(await codeOf(harness.authClient.createApiKey({ name: "mine" }, { auth: member }))).toBe("FORBIDDEN");
-    expect(await codeOf(harness.authClient.updateOrgWebhook({ orgId: member.orgId, webhookUrl: "" }, { auth: member }))).toBe("FORBIDDEN");
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "mine" }, { auth: member }))).toBe("FORBIDDEN");
+    expect(await outcomeOf(harness.authClient.updateOrgWebhook({ orgId: member.orgId, webhookUrl: "" }, { auth: member }))).toBe("FORBIDDEN");
     // Members see the list but cannot invite.
     const list = await invitee.call("GET", "/organization/list-members");
     expect(list.json.members.map((entry: { role: string }) => entry.role).sort()).toEqual(["member", "owner"]);
@@ -106,12 +97,12 @@ describe("organizations on Better Auth's organization plugin: members, roles, in
     expect((await owner.call("POST", "/organization/update-member-role", { memberId, role: "admin" })).status).toBe(200);
     const admin = await invitee.context();
     expect(admin.role).toBe("admin");
-    expect(await codeOf(harness.authClient.createApiKey({ name: "admin key" }, { auth: admin }))).toBe("OK");
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "admin key" }, { auth: admin }))).toBe("ok");
 
     // Removed: the session falls back to the user's own org at once.
     expect((await owner.call("POST", "/organization/remove-member", { memberIdOrEmail: invitee.email })).status).toBe(200);
     expect(await invitee.context()).toMatchObject({ orgId: personal.orgId, role: "owner" });
-    expect(await codeOf(harness.authClient.getOrg({}, { auth: { ...admin, role: "" } }))).toBe("OK"); // org still exists
+    expect(await outcomeOf(harness.authClient.getOrg({}, { auth: { ...admin, role: "" } }))).toBe("ok"); // org still exists
   });
 
   it("refuses an invitation to anyone but the invited address, and to a non-member setting it active", async () => {

@@ -1,19 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "@renderbus/errors";
+import { outcomeOf } from "@renderbus/testing";
 import type { jobEvents } from "@renderbus/contracts";
 import { metadataJob, startJobsHarness, STREAMS, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
+
+const codeOf = (promise: Promise<unknown>) => outcomeOf(promise, { message: true });
 
 let harness: JobsHarness;
 beforeAll(async () => {
   harness = await startJobsHarness("batches");
 });
 afterAll(async () => harness?.stop());
-
-const codeOf = async (promise: Promise<unknown>) =>
-  promise.then(
-    () => "ok",
-    (error: unknown) => (error instanceof AppError ? `${error.code}: ${error.message}` : String(error)),
-  );
 
 const result = { url: "", metadata: {}, outputKey: "out/x", contentType: "application/json" };
 

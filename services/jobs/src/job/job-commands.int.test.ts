@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "@renderbus/errors";
+import { outcomeOf } from "@renderbus/testing";
 import type { jobEvents } from "@renderbus/contracts";
 import { metadataJob, startJobsHarness, STREAMS, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
 
@@ -8,12 +8,6 @@ beforeAll(async () => {
   harness = await startJobsHarness("jobcommands");
 });
 afterAll(async () => harness?.stop());
-
-const codeOf = async (promise: Promise<unknown>) =>
-  promise.then(
-    () => "ok",
-    (error: unknown) => (error instanceof AppError ? error.code : String(error)),
-  );
 
 const result = { url: "", metadata: { durationMs: 1000 }, outputKey: "out/x", contentType: "application/json" };
 
@@ -53,14 +47,14 @@ describe("CancelJob", () => {
     await harness.client.completeJob({ jobId: completed, result, cost: { credits: 1, breakdown: "metadata" } });
     await harness.client.failJob({ jobId: failed, error: { code: "PROVIDER_ERROR", message: "boom" } });
     await harness.client.cancelJob({ jobId: cancelled }, { auth });
-    for (const jobId of ids) expect(await codeOf(harness.client.cancelJob({ jobId }, { auth }))).toBe("CONFLICT");
+    for (const jobId of ids) expect(await outcomeOf(harness.client.cancelJob({ jobId }, { auth }))).toBe("CONFLICT");
   });
 
   it("tells a worker its job was cancelled: StartJob and CompleteJob answer CONFLICT", async () => {
     const { auth, ids } = await orgWithThreeJobs();
     await harness.client.cancelJob({ jobId: ids[0]! }, { auth });
-    expect(await codeOf(harness.client.startJob({ jobId: ids[0]!, workerId: "w1" }))).toBe("CONFLICT");
-    expect(await codeOf(harness.client.completeJob({ jobId: ids[0]!, result, cost: { credits: 1, breakdown: "" } }))).toBe("CONFLICT");
+    expect(await outcomeOf(harness.client.startJob({ jobId: ids[0]!, workerId: "w1" }))).toBe("CONFLICT");
+    expect(await outcomeOf(harness.client.completeJob({ jobId: ids[0]!, result, cost: { credits: 1, breakdown: "" } }))).toBe("CONFLICT");
   });
 });
 
@@ -89,7 +83,7 @@ describe("worker reports", () => {
   });
 
   it("answers NOT_FOUND for a report about an unknown job", async () => {
-    expect(await codeOf(harness.client.startJob({ jobId: "job_01ARZ3NDEKTSV4RRFFQ69G5FAV", workerId: "w" }))).toBe("NOT_FOUND");
+    expect(await outcomeOf(harness.client.startJob({ jobId: "job_01ARZ3NDEKTSV4RRFFQ69G5FAV", workerId: "w" }))).toBe("NOT_FOUND");
   });
 });
 
@@ -97,8 +91,8 @@ describe("tenant isolation", () => {
   it("returns 404 NOT_FOUND to org B for org A's job, and lets B neither read nor cancel it", async () => {
     const [a, b] = [testAuth("pro"), testAuth("pro")];
     const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth: a });
-    expect(await codeOf(harness.client.getJob({ jobId: job!.id }, { auth: b }))).toBe("NOT_FOUND");
-    expect(await codeOf(harness.client.cancelJob({ jobId: job!.id }, { auth: b }))).toBe("NOT_FOUND");
+    expect(await outcomeOf(harness.client.getJob({ jobId: job!.id }, { auth: b }))).toBe("NOT_FOUND");
+    expect(await outcomeOf(harness.client.cancelJob({ jobId: job!.id }, { auth: b }))).toBe("NOT_FOUND");
     expect((await harness.client.listJobs({ limit: 100 }, { auth: b })).jobs).toHaveLength(0);
     expect((await harness.client.getJob({ jobId: job!.id }, { auth: a })).status).not.toBe("cancelled");
   });

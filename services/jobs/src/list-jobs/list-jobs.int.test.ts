@@ -1,18 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AppError } from "@renderbus/errors";
+import { outcomeOf } from "@renderbus/testing";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
+
+const codeOf = (promise: Promise<unknown>) => outcomeOf(promise, { message: true });
 
 let harness: JobsHarness;
 beforeAll(async () => {
   harness = await startJobsHarness("listjobs");
 });
 afterAll(async () => harness?.stop());
-
-const codeOf = async (promise: Promise<unknown>) =>
-  promise.then(
-    () => "ok",
-    (error: unknown) => (error instanceof AppError ? `${error.code}: ${error.message}` : String(error)),
-  );
 
 describe("ListJobs", () => {
   it("walks every page with no duplicates and no misses while new jobs keep arriving", async () => {

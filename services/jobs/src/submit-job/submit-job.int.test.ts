@@ -1,23 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { outcomeOf } from "@renderbus/testing";
 import { readStream } from "@renderbus/db";
 import { AppError } from "@renderbus/errors";
 import type { jobEvents } from "@renderbus/contracts";
 import { metadataJob, startJobsHarness, STREAMS, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
+
+const codeOf = (promise: Promise<unknown>) => outcomeOf(promise, { message: true });
 
 let harness: JobsHarness;
 beforeAll(async () => {
   harness = await startJobsHarness("submitjob");
 });
 afterAll(async () => harness?.stop());
-
-const codeOf = async (promise: Promise<unknown>) => {
-  try {
-    await promise;
-    return "ok";
-  } catch (error) {
-    return error instanceof AppError ? `${error.code}: ${error.message}` : String(error);
-  }
-};
 
 describe("SubmitJob", () => {
   it("appends JobQueued and publishes job.queued on JetStream with the event id as message id", async () => {
