@@ -50,7 +50,7 @@ export async function createOrgWithKey(store: AdminStore, { name, plan, keyName 
   await sql`
     insert into "user" (id, name, email, "emailVerified", "createdAt", "updatedAt")
     values (${userId}, ${`${name} (service)`}, ${`${userId.toLowerCase()}@service.renderbus.invalid`}, true, ${now}, ${now})`.execute(store.db);
-  const orgId = await createOrg(store, store.betterAuth.api, { name: name.trim(), plan, ownerUserId: userId });
+  const orgId = await createOrg(store.betterAuth.api, { name: name.trim(), plan, ownerUserId: userId });
   const created = await createApiKey(store, orgId, userId, keyName);
   return { orgId, userId, apiKeyId: created.apiKey?.id ?? "", apiKey: created.key };
 }

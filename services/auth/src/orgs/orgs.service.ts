@@ -35,13 +35,12 @@ const planOfOrgBeingCreated = new AsyncLocalStorage<PlanName>();
  * Creates an org through Better Auth's organization plugin (the organization, and its owner as first member), then
  * our side of it on `plan` with the plan's monthly credits (see `ensureOrgSettings`, run by the plugin's hook).
  */
-export async function createOrg(store: AuthStore, organizations: OrganizationApi, { name, plan, ownerUserId }: CreateOrgInput): Promise<string> {
+export async function createOrg(organizations: OrganizationApi, { name, plan, ownerUserId }: CreateOrgInput): Promise<string> {
   const created = await planOfOrgBeingCreated.run(plan, () =>
     organizations.createOrganization({ body: { name, slug: uniqueSlugOf(name), userId: ownerUserId } }),
   );
+  // A failing hook fails the call above; the organization it leaves without our row is healed by `membershipOf`.
   if (!created) throw new Error("Better Auth did not create the organization");
-  // The hook ran inside the call above; this is a no-op unless the hook failed after the organization was written.
-  await ensureOrgSettings(store, created.id, plan);
   return created.id;
 }
 

@@ -65,7 +65,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?:
           after: async (user) => {
             const api = organizations();
             if (!api) throw new Error("the organization API is not wired");
-            const orgId = await createOrg(store, api, { name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
+            const orgId = await createOrg(api, { name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
             // Better Auth runs this hook after sign-up's transaction, when the first session already exists.
             await store.db.updateTable("session").set({ activeOrganizationId: orgId }).where("userId", "=", user.id).where("activeOrganizationId", "is", null).execute();
             logger?.info({ userId: user.id, orgId }, "personal organization created");
