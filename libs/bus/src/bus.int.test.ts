@@ -3,7 +3,7 @@ import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTracing, tracer, type Tracing } from "@renderbus/telemetry";
 import { testInfra, testNamespace } from "@renderbus/testing";
-import { Bus, type BusMessage, type ConsumerHandle } from "./bus.js";
+import { Bus, durableForSubject, type BusMessage, type ConsumerHandle } from "./bus.js";
 import type { StreamSpec } from "./streams.js";
 
 const EVENTS: StreamSpec = { name: "BUS_TEST", subjects: ["bustest.>"], duplicateWindowMs: 60_000 };
@@ -223,5 +223,82 @@ describe("Bus.consume", () => {
     expect(received!.subject).toBe("bustest.traced");
     expect(received!.msgId).toBe("evt_traced");
     expect(received!.headers["Rb-Event-Type"]).toBe("test.traced");
+  });
+
+  it("gives several filter subjects one durable each and never hands the handler another subject", async () => {
+    const spec: StreamSpec = { name: "MULTI", subjects: ["multi.>"] };
+    await bus.ensureStreams([spec]);
+    const seen: string[] = [];
+    const consumer = await bus.consume({
+      stream: spec,
+      durable: "multi",
+      filterSubjects: ["multi.job.completed", "multi.job.failed"],
+      concurrency: 2,
+      handler: async (message) => void seen.push(message.subject),
+    });
+    for (const event of ["queued", "completed", "queued", "failed", "dispatched", "completed"]) await bus.publish(`multi.job.${event}`, { event });
+    await until(() => seen.length >= 3);
+    await sleep(200);
+    await consumer.stop();
+
+    expect(seen.sort()).toEqual(["multi.job.completed", "multi.job.completed", "multi.job.failed"]);
+    const names: string[] = [];
+    for await (const info of bus.jsm.consumers.list(bus.streamName(spec))) names.push(info.name);
+    expect(names.sort()).toEqual([durableForSubject("multi", "multi.job.completed"), durableForSubject("multi", "multi.job.failed")].sort());
+    expect(names.every((name) => !/[.*>]/.test(name))).toBe(true);
+  });
+
+  it("takes over from the durable it replaces: what that one acked is not seen again, what it had not is, and it is deleted", async () => {
+    const spec: StreamSpec = { name: "TAKEOVER", subjects: ["takeover.>"] };
+    await bus.ensureStreams([spec]);
+    const oldSeen: number[] = [];
+    const old = await bus.consume<{ n: number }>({ stream: spec, durable: "svc", handler: async (message) => void oldSeen.push(message.data.n) });
+    for (let n = 1; n <= 4; n += 1) await bus.publish(n % 2 ? "takeover.a" : "takeover.b", { n });
+    await until(() => oldSeen.length === 4);
+    await old.stop();
+    // The old durable is gone; these arrive while no consumer runs.
+    for (let n = 5; n <= 8; n += 1) await bus.publish(n % 2 ? "takeover.a" : "takeover.b", { n });
+    await until(async () => (await bus.jsm.consumers.info(bus.streamName(spec), "svc")).ack_floor.stream_seq === 4);
+
+    const newSeen: number[] = [];
+    const [first, second] = await Promise.all(
+      [connect("takeover-a"), connect("takeover-b")].map(async (replica) =>
+        (await replica).consume<{ n: number }>({
+          stream: spec,
+          durable: "svc",
+          filterSubjects: ["takeover.a", "takeover.b"],
+          replaces: ["svc"],
+          handler: async (message) => void newSeen.push(message.data.n),
+        }),
+      ),
+    );
+    await until(() => newSeen.length >= 4);
+    await sleep(200);
+    await Promise.all([first!.stop(), second!.stop()]);
+
+    expect(newSeen.sort((x, y) => x - y)).toEqual([5, 6, 7, 8]);
+    const names: string[] = [];
+    for await (const info of bus.jsm.consumers.list(bus.streamName(spec))) names.push(info.name);
+    expect(names.sort()).toEqual([durableForSubject("svc", "takeover.a"), durableForSubject("svc", "takeover.b")]);
+  });
+
+  it("keeps a durable's starting point when it is declared again (an existing durable is only updated)", async () => {
+    const spec: StreamSpec = { name: "REDECLARE", subjects: ["redeclare.>"] };
+    await bus.ensureStreams([spec]);
+    await bus.publish("redeclare.x", { n: 1 });
+    const seen: number[] = [];
+    const options = { stream: spec, durable: "late", deliverPolicy: "new" as const, handler: async (message: BusMessage<{ n: number }>) => void seen.push(message.data.n) };
+    const first = await bus.consume(options);
+    await bus.publish("redeclare.x", { n: 2 });
+    await until(() => seen.length === 1);
+    await first.stop();
+    const again = await bus.consume({ ...options, deliverPolicy: "all" as const, ackWaitMs: 5_000 });
+    await bus.publish("redeclare.x", { n: 3 });
+    await until(() => seen.length === 2);
+    await sleep(200);
+    await again.stop();
+
+    expect(seen).toEqual([2, 3]);
+    expect((await bus.jsm.consumers.info(bus.streamName(spec), "late")).config.ack_wait).toBe(5_000 * 1_000_000);
   });
 });

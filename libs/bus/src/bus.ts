@@ -50,9 +50,19 @@ export type HandlerOutcome = void | { nakDelayMs: number } | { term: true };
 
 export interface ConsumeOptions<T> {
   stream: StreamSpec;
-  /** Durable consumer name: replicas using the same name share its messages. */
+  /**
+   * Durable consumer name: replicas using the same name share its messages. With several `filterSubjects`, each
+   * subject gets its own durable named after this one (see `Bus.consume`).
+   */
   durable: string;
+  /** Subjects taken (logical, wildcards allowed); none takes the whole stream. */
   filterSubjects?: string[];
+  /**
+   * Durables of an earlier consumer layout this one takes over: new durables start at the first message none of them
+   * had acknowledged, and they are deleted once the new ones exist. Handlers are idempotent, so messages the old
+   * durables had delivered but not yet acknowledged (or acknowledged out of order) are simply seen again.
+   */
+  replaces?: string[];
   ackWaitMs?: number;
   maxAckPending?: number;
   maxDeliver?: number;
@@ -165,36 +175,82 @@ export class Bus {
     return () => subscription.unsubscribe();
   }
 
-  /** Declares (idempotently) a durable pull consumer and processes its messages until stopped. */
+  /**
+   * Declares (idempotently) durable pull consumers and processes their messages until stopped.
+   *
+   * Several filter subjects get one durable each (`<durable>_<subject>`), not one durable with `filter_subjects`:
+   * that field needs nats-server 2.10 (Debian bookworm ships 2.9), and an unfiltered durable would hand every
+   * replica every event of the stream only to be acked unread (measured: the job events a service ignores cost more
+   * CPU than the ones it handles). The durables share no ordering, which no handler relies on (docs/events.md).
+   */
   async consume<T>(options: ConsumeOptions<T>): Promise<ConsumerHandle> {
     const stream = this.streamName(options.stream);
-    const config: Partial<ConsumerConfig> = {
-      durable_name: options.durable,
-      ack_policy: AckPolicy.Explicit,
+    const subjects = options.filterSubjects ?? [];
+    const durables =
+      subjects.length > 1
+        ? subjects.map((subject) => ({ name: durableForSubject(options.durable, subject), subject }))
+        : [{ name: options.durable, subject: subjects[0] }];
+    // Read before the new durables are ensured: a replica that finds the old ones gone also finds the new ones made.
+    const startSequence = await this.firstUnackedOf(stream, (options.replaces ?? []).filter((name) => !durables.some((d) => d.name === name)));
+    for (const durable of durables) await this.ensureConsumer(stream, options, durable.name, durable.subject, startSequence);
+    for (const name of options.replaces ?? []) {
+      if (durables.some((d) => d.name === name)) continue;
+      await this.jsm.consumers.delete(stream, name).catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+    }
+    // One bound on messages in flight across the durables: `concurrency` is the process's, whatever the layout.
+    const inFlight = new Set<Promise<void>>();
+    const handles: ConsumerHandle[] = [];
+    for (const durable of durables) handles.push(await this.consumeDurable(stream, durable.name, options, inFlight));
+    return { stop: async () => void (await Promise.all(handles.map((handle) => handle.stop()))) };
+  }
+
+  /** The first stream sequence that one of `durables` (those that still exist) has not acknowledged. */
+  private async firstUnackedOf(stream: string, durables: string[]): Promise<number | undefined> {
+    let first: number | undefined;
+    for (const name of durables) {
+      try {
+        const info = await this.jsm.consumers.info(stream, name);
+        const next = info.ack_floor.stream_seq + 1;
+        first = first === undefined ? next : Math.min(first, next);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+      }
+    }
+    return first;
+  }
+
+  private async ensureConsumer<T>(stream: string, options: ConsumeOptions<T>, name: string, subject: string | undefined, startSequence: number | undefined): Promise<void> {
+    // What an existing durable may change; where it starts is fixed at creation (JetStream refuses to change it).
+    const mutable: Partial<ConsumerConfig> = {
       ack_wait: nanos(options.ackWaitMs ?? 30_000),
       max_ack_pending: options.maxAckPending ?? 1000,
       max_deliver: options.maxDeliver ?? -1,
-      deliver_policy: options.deliverPolicy === "new" ? DeliverPolicy.New : DeliverPolicy.All,
-      // One subject goes in `filter_subject`: `filter_subjects` needs nats-server 2.10 (Debian bookworm ships 2.9).
-      ...(options.filterSubjects?.length === 1
-        ? { filter_subject: this.subject(options.filterSubjects[0]!) }
-        : options.filterSubjects?.length
-          ? { filter_subjects: options.filterSubjects.map((s) => this.subject(s)) }
-          : {}),
+      ...(subject ? { filter_subject: this.subject(subject) } : {}),
     };
     try {
-      await this.jsm.consumers.info(stream, options.durable);
-      await this.jsm.consumers.update(stream, options.durable, config);
+      await this.jsm.consumers.info(stream, name);
+      await this.jsm.consumers.update(stream, name, mutable);
+      return;
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      await this.jsm.consumers.add(stream, config).catch((addError: unknown) => {
-        if (!String(addError).includes("already in use") && !String(addError).includes("already exists")) throw addError;
-      });
     }
-    const consumer: Consumer = await this.js.consumers.get(stream, options.durable);
+    const start: Partial<ConsumerConfig> =
+      startSequence !== undefined
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSequence }
+        : { deliver_policy: options.deliverPolicy === "new" ? DeliverPolicy.New : DeliverPolicy.All };
+    await this.jsm.consumers.add(stream, { durable_name: name, ack_policy: AckPolicy.Explicit, ...start, ...mutable }).catch((addError: unknown) => {
+      // Another replica created it between our info and add.
+      if (!String(addError).includes("already in use") && !String(addError).includes("already exists")) throw addError;
+    });
+  }
+
+  /** Processes one durable's messages until stopped. */
+  private async consumeDurable<T>(stream: string, durable: string, options: ConsumeOptions<T>, inFlight: Set<Promise<void>>): Promise<ConsumerHandle> {
+    const consumer: Consumer = await this.js.consumers.get(stream, durable);
     const concurrency = options.concurrency ?? 1;
     const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
-    const inFlight = new Set<Promise<void>>();
     const retryDelayMs = options.retryDelayMs ?? 1000;
 
     const handleOne = async (msg: JsMsg): Promise<void> => {
@@ -233,7 +289,7 @@ export class Bus {
       for await (const msg of messages) {
         const task = handleOne(msg).finally(() => inFlight.delete(task));
         inFlight.add(task);
-        if (inFlight.size >= concurrency) await Promise.race(inFlight);
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
       }
     })();
 
@@ -254,6 +310,11 @@ export class Bus {
     await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** `<durable>_<subject with . as _, * as any, > as all>`: JetStream durable names may not contain `.`, `*` or `>`. */
+export function durableForSubject(durable: string, subject: string): string {
+  return `${durable}_${subject.replaceAll(".", "_").replaceAll("*", "any").replaceAll(">", "all")}`;
 }
 
 function isNotFound(error: unknown): boolean {

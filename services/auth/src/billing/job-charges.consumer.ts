@@ -7,11 +7,8 @@ import { settleJob } from "./credit-ledger.js";
 /** Durable consumer name: auth replicas share it, so each job event is settled by one of them. */
 export const BILLING_CONSUMER = "auth-billing";
 
-/**
- * One wildcard filter rather than the three terminal subjects: several filter subjects need nats-server 2.10, and
- * the other job events are acked without work.
- */
-export const JOB_CHARGE_FILTER = "jobs.events.job.>";
+/** The terminal events only: a service that took `jobs.events.job.>` spent more CPU acking the rest than settling. */
+export const JOB_CHARGE_SUBJECTS = ["jobs.events.job.completed", "jobs.events.job.failed", "jobs.events.job.cancelled"];
 
 /**
  * Settles credits when jobs end: completion captures the job's actual `cost.credits`, failure and cancellation
@@ -21,7 +18,9 @@ export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger
   return bus.consume<unknown>({
     stream: STREAMS.jobEvents,
     durable: BILLING_CONSUMER,
-    filterSubjects: [JOB_CHARGE_FILTER],
+    filterSubjects: JOB_CHARGE_SUBJECTS,
+    // Until 2026-11 one durable of this name took `jobs.events.job.>`; the per-subject ones continue where it stopped.
+    replaces: [BILLING_CONSUMER],
     concurrency: 4,
     retryDelayMs: 2000,
     handler: async (message) => {

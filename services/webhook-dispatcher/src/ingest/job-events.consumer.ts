@@ -12,6 +12,15 @@ import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../tar
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
 
+/** The job events planForJobEvent acts on; `job.queued`, `job.dispatched` and progress never reach the dispatcher. */
+export const DISPATCHER_SUBJECTS = [
+  "jobs.events.job.running",
+  "jobs.events.job.completed",
+  "jobs.events.job.failed",
+  "jobs.events.job.cancelled",
+  "jobs.events.batch.created",
+];
+
 export interface JobEventsConsumerOptions {
   bus: Bus;
   db: Kysely<DispatcherTables>;
@@ -186,7 +195,9 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
   return options.bus.consume({
     stream: STREAMS.jobEvents,
     durable: DISPATCHER_DURABLE,
-    // No subject filter: nats-server 2.9 has no multi-subject filters; events the dispatcher ignores are acked at once.
+    filterSubjects: DISPATCHER_SUBJECTS,
+    // Until 2026-11 one unfiltered durable of this name took every job event; the per-subject ones continue from it.
+    replaces: [DISPATCHER_DURABLE],
     ackWaitMs: options.ackWaitMs,
     concurrency: options.concurrency,
     maxAckPending: 2000,
