@@ -3,11 +3,14 @@ import type { Plan, PlanName } from "@renderbus/plans";
 import type { Logger } from "@renderbus/telemetry";
 import type { CreditCheck } from "./billing/credit-check.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
+import type { JobCreator } from "./job/job-store.js";
 import type { Scheduler } from "./scheduler/scheduler.js";
 
 /** What the jobs operations need; built once in service.ts. */
 export interface JobsDeps {
   db: Kysely<JobsDatabase>;
+  /** Stores new jobs outside batches, group-committed. */
+  jobCreator: JobCreator;
   plans: Record<PlanName, Plan>;
   credits: CreditCheck;
   scheduler: Scheduler;

@@ -10,6 +10,7 @@ import { billingCreditCheck, type CreditCheck } from "./billing/credit-check.js"
 import type { JobsConfig } from "./config.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
 import type { JobsDeps } from "./deps.js";
+import { JobCreator } from "./job/job-store.js";
 import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
 import { registerJobsMetrics } from "./metrics.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
@@ -55,6 +56,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
   const deps: JobsDeps = {
     db: database.db,
+    jobCreator: new JobCreator(database.db),
     plans: loadPlans(config.PLANS_JSON),
     credits: creditCheck,
     scheduler,

@@ -6,7 +6,7 @@ import type { jobs } from "@renderbus/contracts";
 import type { JobsDeps } from "../deps.js";
 import { withIdempotency } from "../idempotency/with-idempotency.js";
 import { decide } from "../job/decide.js";
-import { commitJobEvents, createJob } from "../job/job-store.js";
+import { commitJobEvents } from "../job/job-store.js";
 import { jobMessage } from "../job/job-view.js";
 import { validateJobSpec } from "./validate-job-spec.js";
 
@@ -37,10 +37,10 @@ export async function submitJob(deps: JobsDeps, auth: AuthContext, request: jobs
         submittedBy: auth.userId,
         now,
       });
-      // Without an Idempotency-Key there is no response to store with the job: one statement does it all.
+      // Without an Idempotency-Key there is no response to store with the job: one (shared) statement does it all.
       const job =
         request.idempotencyKey === undefined
-          ? jobMessage(await createJob(deps.db, events, now))
+          ? jobMessage(await deps.jobCreator.create({ events, now }))
           : await deps.db.transaction().execute(async (trx) => {
               const message = jobMessage((await commitJobEvents(trx, { state: undefined, version: 0 }, events, now))!);
               await recordResponse(trx, message);

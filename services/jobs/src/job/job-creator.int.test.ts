@@ -1,0 +1,78 @@
+import type { KyselyPlugin } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readStream } from "@renderbus/db";
+import { newId } from "@renderbus/ids";
+import { startJobsHarness, type JobsHarness } from "../testing/jobs-harness.js";
+import { decide } from "./decide.js";
+import { JobCreator, type NewJob } from "./job-store.js";
+
+let harness: JobsHarness;
+beforeAll(async () => {
+  harness = await startJobsHarness("jobcreator");
+});
+afterAll(async () => harness?.stop());
+
+function newJob(orgId: string, jobId = newId("job")): NewJob {
+  const now = Date.now();
+  const events = decide(undefined, {
+    type: "QueueJob",
+    jobId,
+    orgId,
+    jobType: "extract.metadata",
+    inputs: { source: "https://example.com/video.mp4" },
+    params: {},
+    metadata: {},
+    plan: "pro",
+    limits: { maxRunSeconds: 600, maxInputBytes: 1024, concurrency: 10 },
+    submittedBy: "user_test",
+    now,
+  });
+  return { events, now };
+}
+
+/** Counts the statements a Kysely instance sends. */
+function countingPlugin(): KyselyPlugin & { count: number } {
+  const plugin = {
+    count: 0,
+    transformQuery: (args: Parameters<KyselyPlugin["transformQuery"]>[0]) => {
+      plugin.count += 1;
+      return args.node;
+    },
+    transformResult: async (args: Parameters<KyselyPlugin["transformResult"]>[0]) => args.result,
+  };
+  return plugin;
+}
+
+describe("JobCreator (group commit of new jobs)", () => {
+  it("stores jobs submitted at the same moment in fewer statements than jobs, each with its stream, projection and outbox row", async () => {
+    const counter = countingPlugin();
+    const creator = new JobCreator(harness.service.db.withPlugin(counter));
+    const orgId = newId("org");
+    const jobs = Array.from({ length: 40 }, () => newJob(orgId));
+    const states = await Promise.all(jobs.map((job) => creator.create(job)));
+
+    expect(states.map((state) => state.id)).toEqual(jobs.map((job) => job.events[0]!.data.jobId));
+    expect(counter.count).toBeLessThan(jobs.length / 4);
+    const db = harness.service.db;
+    const views = await db.selectFrom("job_views").select(["id", "status", "version"]).where("org_id", "=", orgId).execute();
+    expect(views).toHaveLength(40);
+    expect(views.every((view) => view.status === "waiting" && view.version === 1)).toBe(true);
+    for (const state of states.slice(0, 3)) expect((await readStream(db, state.id)).map((event) => event.type)).toEqual(["JobQueued"]);
+    await harness.settle();
+    const published = await db.selectFrom("outbox").select("message_id").execute();
+    expect(published).toEqual([]);
+  });
+
+  it("fails only the job whose row cannot be stored; the others of its group are stored", async () => {
+    const creator = new JobCreator(harness.service.db);
+    const orgId = newId("org");
+    const taken = newId("job");
+    await creator.create(newJob(orgId, taken));
+    const group = [newJob(orgId), newJob(orgId, taken), newJob(orgId)];
+    const outcomes = await Promise.allSettled(group.map((job) => creator.create(job)));
+
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const ids = (await harness.service.db.selectFrom("job_views").select("id").where("org_id", "=", orgId).execute()).map((row) => row.id).sort();
+    expect(ids).toEqual([taken, group[0]!.events[0]!.data.jobId, group[2]!.events[0]!.data.jobId].sort());
+  });
+});
