@@ -12,7 +12,7 @@ const testRoots = [
   'e2e/**',
   'deploy',
   'docs',
-  'bench',
+  'bench/**',
   'scripts',
 ];
 

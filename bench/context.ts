@@ -7,8 +7,10 @@ import type { WebhookReceiver } from "./receiver.js";
 /** Sizes of one run: `--quick` shrinks every benchmark so the whole suite fits in about three minutes. */
 export interface BenchSizes {
   quick: boolean;
-  /** Seconds of each fixed-duration HTTP load (autocannon). */
+  /** Seconds of each round of a fixed-duration load (autocannon, bare append). */
   httpSeconds: number;
+  /** Rounds a throughput benchmark and its baseline take turns for (see `interleaved`). */
+  rounds: number;
   /** Connections for the gateway and POST /jobs loads. */
   connections: number;
   /** Jobs submitted one at a time for the queued -> running latency. */
@@ -23,8 +25,8 @@ export interface BenchSizes {
 
 export function benchSizes(quick: boolean): BenchSizes {
   return quick
-    ? { quick, httpSeconds: 2, connections: 50, latencyJobs: 10, throughputEvents: 1000, latencySeconds: 2, eventsPerSecond: 500, batchJobs: 50 }
-    : { quick, httpSeconds: 10, connections: 50, latencyJobs: 60, throughputEvents: 5000, latencySeconds: 10, eventsPerSecond: 500, batchJobs: 1000 };
+    ? { quick, httpSeconds: 1, rounds: 2, connections: 50, latencyJobs: 10, throughputEvents: 1000, latencySeconds: 2, eventsPerSecond: 500, batchJobs: 50 }
+    : { quick, httpSeconds: 4, rounds: 3, connections: 50, latencyJobs: 60, throughputEvents: 5000, latencySeconds: 10, eventsPerSecond: 500, batchJobs: 1000 };
 }
 
 /** Everything a benchmark needs: the running system, the orgs made for it, local input and webhook servers. */

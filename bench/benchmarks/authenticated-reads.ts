@@ -1,4 +1,5 @@
 import type { BenchContext } from "../context.js";
+import { interleaved } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
 import type { LoadResult } from "../load/load-spec.js";
 import { atLeast, below, percent, type BenchmarkResult } from "../result.js";
@@ -9,7 +10,7 @@ import { round1 } from "../stats.js";
  * connection count. The gap is the price of key lookup, rate limiting and the gRPC hop.
  */
 export async function benchAuthenticatedReads(ctx: BenchContext): Promise<BenchmarkResult> {
-  const { connections, httpSeconds } = ctx.sizes;
+  const { connections, httpSeconds, rounds } = ctx.sizes;
   const job = await fetch(`${ctx.gatewayUrl}/jobs`, {
     method: "POST",
     headers: { authorization: `Bearer ${ctx.orgs.main.key}`, "content-type": "application/json" },
@@ -25,12 +26,12 @@ export async function benchAuthenticatedReads(ctx: BenchContext): Promise<Benchm
   // JIT and connection pools warm before any measured run, so the baseline (measured first) is not penalized.
   for (const [path, headers] of [["/healthz", {}], ["/me", auth], [`/jobs/${job.id}`, auth]] as const) await warmUp(`${ctx.gatewayUrl}${path}`, headers);
 
-  ctx.log(`  GET /healthz, ${connections} connections, ${httpSeconds} s`);
-  const healthz = await load("/healthz");
-  ctx.log(`  GET /me`);
-  const me = await load("/me", auth);
-  ctx.log(`  GET /jobs/{id}`);
-  const getJob = await load(`/jobs/${job.id}`, auth);
+  ctx.log(`  GET /healthz, /me and /jobs/{id} taking turns: ${rounds} rounds of ${httpSeconds} s each, ${connections} connections`);
+  const { healthz, me, getJob } = await interleaved(rounds, {
+    healthz: () => load("/healthz"),
+    me: () => load("/me", auth),
+    getJob: () => load(`/jobs/${job.id}`, auth),
+  }, ctx.log);
 
   const row = (name: string, result: LoadResult) => [
     name,
@@ -43,7 +44,7 @@ export async function benchAuthenticatedReads(ctx: BenchContext): Promise<Benchm
   return {
     id: "authenticated-reads",
     title: "1. Authenticated reads (API key) vs gateway /healthz",
-    baseline: `gateway GET /healthz, ${connections} connections, ${httpSeconds} s each, autocannon in its own process`,
+    baseline: `gateway GET /healthz, ${connections} connections, autocannon in its own process; the three loads take turns for ${rounds} rounds of ${httpSeconds} s (p99 is the worst round's)`,
     columns: ["request", "req/s", "% of /healthz", "p50 ms", "p99 ms", "errors/non-2xx"],
     rows: [row("GET /healthz (baseline)", healthz), row("GET /me", me), row("GET /jobs/{id}", getJob)],
     targets: [
@@ -53,7 +54,7 @@ export async function benchAuthenticatedReads(ctx: BenchContext): Promise<Benchm
       below("GET /jobs/{id} p99", round1(getJob.p99Ms), 20, " ms"),
     ],
     notes: [],
-    data: { connections, durationSeconds: httpSeconds, healthz, me, getJob },
+    data: { connections, rounds, roundSeconds: httpSeconds, healthz, me, getJob },
   };
 }
 

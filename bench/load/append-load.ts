@@ -9,6 +9,9 @@ import type { LoadResult, LoadSpec } from "./load-spec.js";
  */
 export async function runAppendLoad(spec: Extract<LoadSpec, { kind: "append" }>): Promise<LoadResult> {
   const database = createDatabase<EventStoreTables>({ url: spec.databaseUrl, schema: spec.schema, maxConnections: spec.concurrency, applicationName: "bench-append" });
+  // Open every connection before the clock starts: the load measures appends, not PostgreSQL forking backends.
+  const clients = await Promise.all(Array.from({ length: spec.concurrency }, () => database.pool.connect()));
+  for (const client of clients) client.release();
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
