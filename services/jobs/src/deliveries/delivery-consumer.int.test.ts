@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { webhooks } from "@renderbus/contracts";
 import { newId } from "@renderbus/ids";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
+import { projectDeliveries } from "./project-delivery.js";
 
 let harness: JobsHarness;
 beforeAll(async () => {
@@ -50,5 +51,40 @@ describe("webhook deliveries on the job record", () => {
       lastResponseStatus: 200,
     });
     expect(final.webhookDeliveries.find((delivery) => delivery.id === other)).toMatchObject({ status: "failed", attempts: 4, lastError: "timeout" });
+  });
+
+  it("keeps the newest update of a delivery when one group holds several, in any order", async () => {
+    const auth = testAuth("pro");
+    const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
+    const deliveryId = newId("del");
+    const base = { deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.completed" };
+    const first = { ...base, status: "pending", attempts: 1, lastAttemptAt: 1000, nextAttemptAt: 6000, lastResponseStatus: 503, occurredAt: 1000 };
+    const second = { ...base, status: "pending", attempts: 2, lastAttemptAt: 6000, nextAttemptAt: 31000, lastResponseStatus: 503, occurredAt: 6000 };
+    const third = { ...base, status: "succeeded", attempts: 3, lastAttemptAt: 31000, lastResponseStatus: 204, occurredAt: 31000 };
+    await projectDeliveries(harness.service.db, [second, third, first, second, { ...base, status: "pending", attempts: 0, occurredAt: 500 }]);
+    // A later group with only older news changes nothing.
+    await projectDeliveries(harness.service.db, [first, second]);
+
+    const stored = await harness.service.db.selectFrom("webhook_deliveries").selectAll().where("id", "=", deliveryId).execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({ status: "succeeded", attempts: 3, last_response_status: 204, occurred_at: 31000 });
+  });
+
+  it("projects a burst of updates for many deliveries, each delivery ending in its newest state", async () => {
+    const auth = testAuth("pro");
+    const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
+    const ids = Array.from({ length: 60 }, () => newId("del"));
+    await Promise.all(
+      ids.flatMap((deliveryId) => [
+        publish({ deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "pending", attempts: 1, lastResponseStatus: 500, occurredAt: 1000 }),
+        publish({ deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "succeeded", attempts: 2, lastResponseStatus: 200, occurredAt: 2000 }),
+      ]),
+    );
+    const read = await eventually(
+      () => harness.client.getJob({ jobId: job!.id }, { auth }),
+      (value) => value.webhookDeliveries.length === ids.length && value.webhookDeliveries.every((delivery) => delivery.status === "succeeded"),
+    );
+    expect(read.webhookDeliveries).toHaveLength(ids.length);
+    expect(read.webhookDeliveries.every((delivery) => delivery.status === "succeeded" && delivery.attempts === 2)).toBe(true);
   });
 });

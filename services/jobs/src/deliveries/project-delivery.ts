@@ -2,14 +2,23 @@ import { sql, type Kysely } from "kysely";
 import type { webhooks } from "@renderbus/contracts";
 import type { JobsDatabase } from "../db/jobs-database.js";
 
-/**
- * Upserts a delivery's state onto its job. Idempotent and order-insensitive: a redelivered or older update (fewer
- * attempts, or the same attempts seen earlier) never overwrites a newer one. Updates without a job (batch and test
- * events) are not part of any job record and are ignored.
- */
-export async function projectDelivery(db: Kysely<JobsDatabase>, update: webhooks.DeliveryUpdated): Promise<void> {
-  if (!update.jobId || !update.deliveryId) return;
-  const row = {
+type DeliveryRow = {
+  id: string;
+  org_id: string;
+  job_id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  occurred_at: number;
+};
+
+function rowOf(update: webhooks.DeliveryUpdated): DeliveryRow | undefined {
+  if (!update.jobId || !update.deliveryId) return undefined;
+  return {
     id: update.deliveryId,
     org_id: update.orgId,
     job_id: update.jobId,
@@ -22,9 +31,28 @@ export async function projectDelivery(db: Kysely<JobsDatabase>, update: webhooks
     last_error: update.lastError ?? null,
     occurred_at: update.occurredAt ?? 0,
   };
+}
+
+const isNewer = (a: DeliveryRow, b: DeliveryRow) => a.attempts > b.attempts || (a.attempts === b.attempts && a.occurred_at > b.occurred_at);
+
+/**
+ * Upserts deliveries' states onto their jobs, in one statement for a group of updates. Idempotent and
+ * order-insensitive: a redelivered or older update (fewer attempts, or the same attempts seen earlier) never
+ * overwrites a newer one, whether it is already stored or in the same group (one row per delivery is kept, as an
+ * upsert may touch a row only once). Updates without a job (batch and test events) are not part of any job record and
+ * are ignored.
+ */
+export async function projectDeliveries(db: Kysely<JobsDatabase>, updates: webhooks.DeliveryUpdated[]): Promise<void> {
+  const newest = new Map<string, DeliveryRow>();
+  for (const update of updates) {
+    const row = rowOf(update);
+    const current = row && newest.get(row.id);
+    if (row && (!current || isNewer(row, current))) newest.set(row.id, row);
+  }
+  if (newest.size === 0) return;
   await db
     .insertInto("webhook_deliveries")
-    .values(row)
+    .values([...newest.values()])
     .onConflict((conflict) =>
       conflict
         .column("id")
