@@ -9,8 +9,9 @@ import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
 
 const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
 
+const idempotencyKeyPart = z.strictObject({ key: idempotencyKeyHeader });
 const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
-  parseRequestPart(z.strictObject({ key: idempotencyKeyHeader }), { key: headers["idempotency-key"] }, "body").key;
+  parseRequestPart(idempotencyKeyPart, { key: headers["idempotency-key"] }, "body").key;
 
 const IDEMPOTENCY_NOTE =
   " Send an Idempotency-Key header (or idempotencyKey argument) and reuse the same key when retrying: a repeat within 24 h returns the first response instead of creating another job.";

@@ -15,10 +15,12 @@ const RESYNC_MS = 5_000;
  * `GET /jobs/{job_id}/events`: Server-Sent Events with the job each time its status changes, ending once the job is
  * terminal. Event name = status; data = the job object.
  */
+const jobIdParams = z.strictObject({ jobId: z.string().min(1).max(100) });
+
 export function registerJobEventStream(app: FastifyInstance, deps: GatewayDeps): void {
   app.get("/jobs/:jobId/events", async (request, reply) => {
     const auth = await authenticate(request, reply, deps);
-    const { jobId } = parseRequestPart(z.strictObject({ jobId: z.string().min(1).max(100) }), request.params, "path");
+    const { jobId } = parseRequestPart(jobIdParams, request.params, "path");
     const first = await deps.jobs.getJob({ jobId }, { auth });
 
     reply.hijack();
