@@ -1,16 +1,25 @@
+import { randomBytes } from "node:crypto";
 import type { KyselyPlugin } from "kysely";
+import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStream } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
+import { startTracing, withTraceHeaders, type Tracing } from "@renderbus/telemetry";
 import { startJobsHarness, type JobsHarness } from "../testing/jobs-harness.js";
 import { decide } from "./decide.js";
 import { JobCreator, type NewJob } from "./job-store.js";
 
 let harness: JobsHarness;
+let tracing: Tracing;
 beforeAll(async () => {
+  // W3C propagation registered, so trace headers of a context can be written and read back.
+  tracing = startTracing({ service: "job-creator-test", exporter: new InMemorySpanExporter() });
   harness = await startJobsHarness("jobcreator");
 });
-afterAll(async () => harness?.stop());
+afterAll(async () => {
+  await harness?.stop();
+  await tracing?.shutdown();
+});
 
 function newJob(orgId: string, jobId = newId("job")): NewJob {
   const now = Date.now();
@@ -74,5 +83,24 @@ describe("JobCreator (group commit of new jobs)", () => {
     expect(outcomes.map((outcome) => outcome.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     const ids = (await harness.service.db.selectFrom("job_views").select("id").where("org_id", "=", orgId).execute()).map((row) => row.id).sort();
     expect(ids).toEqual([taken, group[0]!.events[0]!.data.jobId, group[2]!.events[0]!.data.jobId].sort());
+  });
+
+  it("stores each job with its own request's trace, though one statement writes the group", async () => {
+    const creator = new JobCreator(harness.service.db);
+    const orgId = newId("org");
+    const traceIds = [1, 2, 3].map(() => randomBytes(16).toString("hex"));
+    const states = await Promise.all(
+      traceIds.map((traceId) => withTraceHeaders({ traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` }, () => creator.create(newJob(orgId)))),
+    );
+    const db = harness.service.db;
+    for (const [index, state] of states.entries()) {
+      const [event] = await readStream(db, state.id);
+      expect(event!.metadata.traceparent).toContain(traceIds[index]);
+    }
+    const outbox = await db.selectFrom("outbox").select(["body", "headers"]).execute();
+    for (const [index, state] of states.entries()) {
+      const row = outbox.find((candidate) => (candidate.body as { jobId?: string }).jobId === state.id);
+      if (row) expect(row.headers.traceparent).toContain(traceIds[index]);
+    }
   });
 });

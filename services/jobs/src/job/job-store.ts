@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import { notFound } from "@renderbus/errors";
 import { appendToStream, ConcurrencyError, enqueueOutbox, eventRowsOf, GroupCommit, outboxRowsOf, readStream } from "@renderbus/db";
+import { currentTraceHeaders, withTraceHeaders } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { projectBatchTransition } from "../batch/batch-projection.js";
 import { decide } from "./decide.js";
@@ -48,6 +49,11 @@ export async function commitJobEvents(trx: JobsTransaction, loaded: LoadedJob, e
 export interface NewJob {
   events: JobEvent[];
   now: number;
+  /**
+   * The submitting request's trace (W3C headers), stored with the job's events and outbox rows. A group is written
+   * in whichever request's context started it, so each job carries its own (default: the active context's).
+   */
+  traceHeaders?: Record<string, string>;
 }
 
 /**
@@ -62,14 +68,16 @@ export async function createJobs(db: Kysely<JobsDatabase>, jobs: NewJob[]): Prom
   const eventRows: unknown[] = [];
   const outboxRows: unknown[] = [];
   const viewRows: ReturnType<typeof jobViewRowOf>[] = [];
-  for (const { events, now } of jobs) {
-    const { rows } = eventRowsOf(events[0]!.data.jobId, 0, events, now);
-    const job = events.reduce<JobState | undefined>(evolve, undefined)!;
-    const stored = rows.map((row, index) => ({ ...events[index]!, eventId: row.event_id }));
-    eventRows.push(...rows);
-    outboxRows.push(...outboxRowsOf(jobOutboxMessages(stored, job), now));
-    viewRows.push(jobViewRowOf(job, rows.length));
-    states.push(job);
+  for (const { events, now, traceHeaders = currentTraceHeaders() } of jobs) {
+    withTraceHeaders(traceHeaders, () => {
+      const { rows } = eventRowsOf(events[0]!.data.jobId, 0, events, now);
+      const job = events.reduce<JobState | undefined>(evolve, undefined)!;
+      const stored = rows.map((row, index) => ({ ...events[index]!, eventId: row.event_id }));
+      eventRows.push(...rows);
+      outboxRows.push(...outboxRowsOf(jobOutboxMessages(stored, job), now));
+      viewRows.push(jobViewRowOf(job, rows.length));
+      states.push(job);
+    });
   }
   await db
     .with("new_events", (query) => query.insertInto("events").values(eventRows as never))
@@ -93,7 +101,7 @@ export class JobCreator {
   }
 
   create(job: NewJob): Promise<JobState> {
-    return this.writer.submit(job);
+    return this.writer.submit({ traceHeaders: currentTraceHeaders(), ...job });
   }
 }
 
