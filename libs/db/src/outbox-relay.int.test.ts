@@ -233,4 +233,30 @@ describe("outbox relay", () => {
       await Promise.all(relays.map((relay) => relay.stop()));
     }
   });
+
+  it("publishes a round in two round trips to PostgreSQL (BEGIN with the claim, COMMIT with the delete)", async () => {
+    const setup = await setUp("relay_trips");
+    await Promise.all(Array.from({ length: 2 }, (_, writer) => writeEvents(setup, writer)));
+    // Count what the relay's connections send: every query() call is one round trip.
+    const counted = new pg.Pool({ connectionString: setup.database.url, max: 2, options: `-c search_path=${setup.schema},public` });
+    closers.push(() => counted.end());
+    let queries = 0;
+    counted.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        queries += 1;
+        return query(...args);
+      };
+    });
+    const relay = await startOutboxRelay({ pool: counted, schema: setup.schema, bus: setup.bus, batchSize: 500, pollIntervalMs: 60_000 });
+    try {
+      await until(async () => (await streamMessageCount(setup)) === EVENTS_PER_WRITER * 2, 10_000);
+      await relay.drained();
+    } finally {
+      await relay.stop();
+    }
+    // One round publishing all 200 (2 trips), then the empty round that drained() asks for (begin+claim, commit).
+    expect(queries).toBeLessThanOrEqual(4);
+    expect(await setup.database.db.selectFrom("outbox").select("position").execute()).toEqual([]);
+  });
 });
