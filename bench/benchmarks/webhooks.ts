@@ -1,3 +1,4 @@
+import pg from "pg";
 import type { BenchContext } from "../context.js";
 import { runLoad } from "../load/run-load.js";
 import { startReplica, type Replica } from "../replicas.js";
@@ -78,7 +79,25 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   };
   await warmUp(orgIds.length * 4);
 
+  /**
+   * Every measurement starts from the same table state: a queue table (deliveries, outbox) updated and deleted
+   * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
+   * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
+   * 2-replica runs came last and measured below one replica; see bench/findings.md).
+   */
+  const vacuum = async () => {
+    const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
+    await client.connect();
+    try {
+      await client.query("vacuum (analyze) dispatcher.deliveries, dispatcher.outbox, dispatcher.processed_events, dispatcher.delivery_attempts, jobs.outbox, jobs.webhook_deliveries");
+    } finally {
+      await client.end();
+    }
+  };
+
+  await vacuum();
   throughput.push(await measureThroughput(1));
+  await vacuum();
   latency.push(await measureLatency(1));
 
   ctx.log(`  bare POST loop baseline, concurrency ${DISPATCHER_CONCURRENCY}`);
@@ -103,7 +122,9 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     ctx.log("  starting a second dispatcher replica");
     second = await startReplica("webhook-dispatcher", ctx.env.system.env, ctx.profileDir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${ctx.profileDir}`] } : {});
     await warmUp(Math.min(1000, ctx.sizes.throughputEvents / 5));
+    await vacuum();
     throughput.push(await measureThroughput(2));
+    await vacuum();
     latency.push(await measureLatency(2));
   } finally {
     await second?.stop();
