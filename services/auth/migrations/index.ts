@@ -87,4 +87,22 @@ export const migrations: Migrations = {
       await sql`alter table orgs add constraint orgs_organization_fk foreign key (id) references organization(id) on delete cascade`.execute(db);
     },
   },
+  "2026-11-24-002-settled-jobs": {
+    async up(db: Kysely<any>) {
+      // One row per settled job, also when nothing was reserved (a job cancelled or failed before its worker reserved):
+      // a reservation arriving after the settlement must be refused, or its credits would stay reserved for good.
+      await sql`
+        create table settled_jobs (
+          org_id text not null,
+          job_id text not null,
+          settled_at bigint not null,
+          primary key (org_id, job_id)
+        )`.execute(db);
+      // Jobs settled before this table existed are recognised by their capture or release entries.
+      await sql`
+        insert into settled_jobs (org_id, job_id, settled_at)
+        select distinct org_id, job_id, 0 from credit_ledger where job_id is not null and kind in ('capture', 'release')
+        on conflict do nothing`.execute(db);
+    },
+  },
 };

@@ -35,6 +35,7 @@ export interface AuthTables extends EventStoreTables {
     revoked_at: number | null;
   };
   credit_balances: { org_id: string; available: number; reserved: number; updated_at: number };
+  settled_jobs: { org_id: string; job_id: string; settled_at: number };
   credit_ledger: {
     id: string;
     org_id: string;

@@ -115,6 +115,31 @@ describe("credit ledger", () => {
     expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 20, reserved: 0 });
   });
 
+  it("refuses to reserve for a job settled before its worker reserved (cancelled meanwhile), so nothing stays reserved", async () => {
+    const org = await orgWithBalance(harness, 20);
+    const jobId = newId("job");
+    await bus.publish("jobs.events.job.cancelled", { jobId, orgId: org.orgId, fromStatus: "dispatched", cancelledAt: 1 }, { msgId: newId("evt") });
+    await expect.poll(async () => (await harness.store.db.selectFrom("settled_jobs").select("job_id").where("job_id", "=", jobId).execute()).length, { timeout: 10_000 }).toBe(1);
+
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 5 });
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 20, reserved: 0 });
+    expect(await harness.store.db.selectFrom("credit_ledger").select("kind").where("job_id", "=", jobId).execute()).toEqual([]);
+    expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 20, reserved: 0 });
+  });
+
+  it("settles a job racing its reservation either way round without leaving credits reserved", async () => {
+    const org = await orgWithBalance(harness, 100);
+    const jobIds = Array.from({ length: 20 }, () => newId("job"));
+    await Promise.all(
+      jobIds.flatMap((jobId) => [
+        harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 3 }),
+        settleJob(harness.store.db, org.orgId, jobId, { outcome: "released", reason: "cancelled" }),
+      ]),
+    );
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 100, reserved: 0 });
+    expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 100, reserved: 0 });
+  });
+
   it("pages usage newest first with a cursor", async () => {
     const org = await orgWithBalance(harness, 0);
     for (let index = 1; index <= 5; index++) await grantOrgCredits(harness.store, org.orgId, index);

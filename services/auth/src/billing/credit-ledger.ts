@@ -78,28 +78,30 @@ export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, 
 
 /**
  * Reserves `credits` for a job. Idempotent per job: a second call for the same job changes nothing and returns the
- * current balance. @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.
+ * current balance, and so does a call for a job already settled (it ended before its worker reserved).
+ * @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.
  */
 export async function reserveCredits(db: Db, orgId: string, jobId: string, credits: number): Promise<BalanceView> {
   const entryKey = `reserve:${jobId}`;
-  // Any entry for the job means it was reserved already (or settled, when the job ended before reserving).
-  const existing = await db.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
-  if (existing) return balanceOf(db, orgId);
   try {
     return await db.transaction().execute(async (trx) => {
+      // The org's balance row first, like settleJob: a reservation and the job's settlement never interleave.
+      const balance = await trx.selectFrom("credit_balances").select(["available", "reserved"]).where("org_id", "=", orgId).forUpdate().executeTakeFirst();
+      if (!balance) return balanceOf(trx, orgId); // NOT_FOUND for an unknown org
+      // Reserved already (idempotent), or the job ended before its worker got here (cancelled meanwhile): the
+      // worker's StartJob then answers CONFLICT and nothing runs, so nothing may stay reserved.
+      const settled = await trx.selectFrom("settled_jobs").select("job_id").where("org_id", "=", orgId).where("job_id", "=", jobId).executeTakeFirst();
+      const reservedBefore = await trx.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
+      if (settled || reservedBefore) return { orgId, available: balance.available, reserved: balance.reserved };
+      if (balance.available < credits) throw insufficientCredits();
       const row = await trx
         .updateTable("credit_balances")
         .set({ available: sql`available - ${credits}`, reserved: sql`reserved + ${credits}`, updated_at: Date.now() })
         .where("org_id", "=", orgId)
-        .where("available", ">=", credits)
         .returning(["available", "reserved"])
-        .executeTakeFirst();
-      if (!row) {
-        await balanceOf(trx, orgId); // NOT_FOUND for an unknown org
-        throw insufficientCredits();
-      }
+        .executeTakeFirstOrThrow();
       const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits, jobId, entryKey, balanceAfter: row.available, description: `reserved for ${jobId}` });
-      // A concurrent call for the same job won: undo ours by rolling back.
+      // Cannot happen under the row lock; kept as the last line of defence against a double reservation.
       if (!inserted) throw new ConcurrentReservation();
       return { orgId, available: row.available, reserved: row.reserved };
     });
@@ -129,8 +131,15 @@ export async function settleJob(db: Db, orgId: string, jobId: string, settlement
       .forUpdate()
       .executeTakeFirst();
     if (!balance) return; // an org we do not know (deleted): nothing to charge
+    // Settled once: the marker also stands when nothing was reserved, so a late reservation is refused.
+    const first = await trx
+      .insertInto("settled_jobs")
+      .values({ org_id: orgId, job_id: jobId, settled_at: Date.now() })
+      .onConflict((conflict) => conflict.columns(["org_id", "job_id"]).doNothing())
+      .returning("job_id")
+      .executeTakeFirst();
+    if (!first) return;
     const entries = await trx.selectFrom("credit_ledger").select(["kind", "credits"]).where("job_id", "=", jobId).where("org_id", "=", orgId).execute();
-    if (entries.some((entry) => entry.kind === "capture" || entry.kind === "release")) return; // already settled
     let reservedForJob = entries.filter((entry) => entry.kind === "reserve").reduce((sum, entry) => sum + entry.credits, 0);
     let { available, reserved } = balance;
     const now = Date.now();
