@@ -1,20 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { webhooks } from "@renderbus/contracts";
-import type { JobsDatabase } from "../db/jobs-database.js";
-
-type DeliveryRow = {
-  id: string;
-  org_id: string;
-  job_id: string;
-  event: string;
-  status: string;
-  attempts: number;
-  last_attempt_at: number | null;
-  next_attempt_at: number | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  occurred_at: number;
-};
+import type { JobsDatabase, WebhookDeliveryTable as DeliveryRow } from "../db/jobs-database.js";
 
 function rowOf(update: webhooks.DeliveryUpdated): DeliveryRow | undefined {
   if (!update.jobId || !update.deliveryId) return undefined;
