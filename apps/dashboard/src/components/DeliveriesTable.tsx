@@ -1,6 +1,6 @@
 import { formatTime } from "../format";
 import { Link } from "../router";
-import { StatusBadge, TableWrap } from "./ui";
+import { StatusBadge, DataTable } from "./ui";
 import type { DeliveryAttempt, WebhookDeliverySummary } from "../types";
 
 type DeliveryRow = WebhookDeliverySummary & { jobId?: string | null };
@@ -28,66 +28,46 @@ export function DeliveriesTable({
   onRetry?: ((deliveryId: string) => void) | undefined;
 }) {
   return (
-    <TableWrap label={label}>
-      <table className="table table-stack">
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            {showJob ? <th scope="col">Job</th> : null}
-            <th scope="col">Attempts</th>
-            <th scope="col">Last attempt</th>
-            <th scope="col">Response</th>
-            {showNextAttempt ? <th scope="col">Next attempt</th> : null}
-            {onRetry ? (
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            ) : null}
-          </tr>
-        </thead>
-        <tbody>
-          {deliveries.map((delivery) => (
-            <tr key={delivery.id} data-delivery-id={delivery.id}>
-              <td data-label="Event">
-                <span className="mono">{delivery.event}</span>
-              </td>
-              <td data-label="Status">
-                <StatusBadge status={delivery.status} />
-              </td>
-              {showJob ? (
-                <td data-label="Job">
-                  {delivery.jobId ? (
-                    <Link to={`/jobs/${delivery.jobId}`} className="mono">
-                      {delivery.jobId}
-                    </Link>
-                  ) : (
-                    "-"
-                  )}
-                </td>
-              ) : null}
-              <td data-label="Attempts">{attemptsOf ? <AttemptLog count={delivery.attempts} attempts={attemptsOf(delivery.id)} /> : delivery.attempts}</td>
-              <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
-              <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
-              {showNextAttempt ? <td data-label="Next attempt">{formatTime(delivery.nextAttemptAt)}</td> : null}
-              {onRetry ? (
-                <td data-label="Actions">
-                  <button
-                    type="button"
-                    className="button button-small"
-                    onClick={() => onRetry(delivery.id)}
-                    disabled={delivery.status === "pending" || retrying === delivery.id}
-                    aria-label={`Retry ${delivery.event} delivery ${delivery.id}`}
-                  >
-                    {retrying === delivery.id ? "Retrying…" : "Retry"}
-                  </button>
-                </td>
-              ) : null}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <DataTable label={label} columns={["Event", "Status", showJob && "Job", "Attempts", "Last attempt", "Response", showNextAttempt && "Next attempt", onRetry !== undefined && { label: "Actions", hidden: true }]}>
+      {deliveries.map((delivery) => (
+        <tr key={delivery.id} data-delivery-id={delivery.id}>
+          <td data-label="Event">
+            <span className="mono">{delivery.event}</span>
+          </td>
+          <td data-label="Status">
+            <StatusBadge status={delivery.status} />
+          </td>
+          {showJob ? (
+            <td data-label="Job">
+              {delivery.jobId ? (
+                <Link to={`/jobs/${delivery.jobId}`} className="mono">
+                  {delivery.jobId}
+                </Link>
+              ) : (
+                "-"
+              )}
+            </td>
+          ) : null}
+          <td data-label="Attempts">{attemptsOf ? <AttemptLog count={delivery.attempts} attempts={attemptsOf(delivery.id)} /> : delivery.attempts}</td>
+          <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
+          <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
+          {showNextAttempt ? <td data-label="Next attempt">{formatTime(delivery.nextAttemptAt)}</td> : null}
+          {onRetry ? (
+            <td data-label="Actions">
+              <button
+                type="button"
+                className="button button-small"
+                onClick={() => onRetry(delivery.id)}
+                disabled={delivery.status === "pending" || retrying === delivery.id}
+                aria-label={`Retry ${delivery.event} delivery ${delivery.id}`}
+              >
+                {retrying === delivery.id ? "Retrying…" : "Retry"}
+              </button>
+            </td>
+          ) : null}
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 

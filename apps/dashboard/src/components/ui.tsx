@@ -80,6 +80,36 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
   );
 }
 
+/** A table column: its header text, optionally right-aligned (`numeric`) or read by screen readers only (`hidden`). */
+export type TableColumn = string | { label: string; numeric?: boolean; hidden?: boolean };
+
+/**
+ * The dashboard's data table: scrolls sideways in a TableWrap, stacks into cards on a phone (`table-stack`, cells
+ * carry `data-label`). Columns left out conditionally may be passed as `false`; `children` are the body rows.
+ */
+export function DataTable({ label, columns, children }: { label: string; columns: Array<TableColumn | false>; children: ReactNode }) {
+  return (
+    <TableWrap label={label}>
+      <table className="table table-stack">
+        <thead>
+          <tr>
+            {columns.map((column) => {
+              if (column === false) return null;
+              const { label: text, numeric = false, hidden = false } = typeof column === "string" ? { label: column } : column;
+              return (
+                <th key={text} scope="col" className={numeric ? "numeric" : undefined}>
+                  {hidden ? <span className="visually-hidden">{text}</span> : text}
+                </th>
+              );
+            })}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </TableWrap>
+  );
+}
+
 /** A modal confirmation on the native <dialog> (focus trap, Escape to cancel). */
 export function ConfirmDialog({
   open,

@@ -3,7 +3,7 @@ import { api } from "../api";
 import { canManage } from "../members";
 import { useSession } from "../session";
 import { formatTime } from "../format";
-import { ConfirmDialog, CopyButton, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
+import { ConfirmDialog, CopyButton, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
 import type { ApiKey, CreatedApiKey } from "../types";
 
 export function ApiKeysPage() {
@@ -131,40 +131,24 @@ export function ApiKeysPage() {
             <p>{manager ? "Create one above to call the API from your code." : "An owner or admin of this organization can create one."}</p>
           </EmptyState>
         ) : keys.data ? (
-          <TableWrap label="API keys">
-            <table className="table table-stack">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {[...active, ...inactive].map((key) => (
-                  <tr key={key.id} data-key-id={key.id}>
-                    <td data-label="Name">{key.name}</td>
-                    <td data-label="Key" className="mono">{key.start}…</td>
-                    <td data-label="Created">{formatTime(key.createdAt)}</td>
-                    <td data-label="Last used">{key.lastUsedAt ? formatTime(key.lastUsedAt) : "Never"}</td>
-                    <td data-label="Status">{key.revokedAt ? <StatusBadge status="revoked" /> : <StatusBadge status="active" />}</td>
-                    <td data-label="Actions">
-                      {key.revokedAt || !manager ? null : (
-                        <button type="button" className="button button-small button-danger" onClick={() => setToRevoke(key)} aria-label={`Revoke key ${key.name}`}>
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable label="API keys" columns={["Name", "Key", "Created", "Last used", "Status", { label: "Actions", hidden: true }]}>
+            {[...active, ...inactive].map((key) => (
+              <tr key={key.id} data-key-id={key.id}>
+                <td data-label="Name">{key.name}</td>
+                <td data-label="Key" className="mono">{key.start}…</td>
+                <td data-label="Created">{formatTime(key.createdAt)}</td>
+                <td data-label="Last used">{key.lastUsedAt ? formatTime(key.lastUsedAt) : "Never"}</td>
+                <td data-label="Status">{key.revokedAt ? <StatusBadge status="revoked" /> : <StatusBadge status="active" />}</td>
+                <td data-label="Actions">
+                  {key.revokedAt || !manager ? null : (
+                    <button type="button" className="button button-small button-danger" onClick={() => setToRevoke(key)} aria-label={`Revoke key ${key.name}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
       </section>
 

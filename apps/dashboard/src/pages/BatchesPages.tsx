@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { api, withQuery } from "../api";
 import { formatTime } from "../format";
 import { Link, useRouter } from "../router";
-import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
+import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
 import type { Batch, JobStatus } from "../types";
 
 const STATUSES: JobStatus[] = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
@@ -74,38 +74,25 @@ export function BatchesPage() {
           <p>Submit several jobs at once with POST /batches; they show up here with per-status counts.</p>
         </EmptyState>
       ) : batches.data ? (
-        <TableWrap label="Batches">
-          <table className="table table-stack">
-            <thead>
-              <tr>
-                <th scope="col">Batch</th>
-                <th scope="col">Status</th>
-                <th scope="col">Jobs</th>
-                <th scope="col">Counts</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {batches.data.batches.map((batch) => (
-                <tr key={batch.id}>
-                  <td data-label="Batch">
-                    <Link to={`/batches/${batch.id}`} className="mono">
-                      {batch.id}
-                    </Link>
-                  </td>
-                  <td data-label="Status">
-                    <StatusBadge status={batch.status} />
-                  </td>
-                  <td data-label="Jobs">{batch.jobCount}</td>
-                  <td data-label="Counts">
-                    <Counts counts={batch.counts} />
-                  </td>
-                  <td data-label="Created">{formatTime(batch.timing.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable label="Batches" columns={["Batch", "Status", "Jobs", "Counts", "Created"]}>
+          {batches.data.batches.map((batch) => (
+            <tr key={batch.id}>
+              <td data-label="Batch">
+                <Link to={`/batches/${batch.id}`} className="mono">
+                  {batch.id}
+                </Link>
+              </td>
+              <td data-label="Status">
+                <StatusBadge status={batch.status} />
+              </td>
+              <td data-label="Jobs">{batch.jobCount}</td>
+              <td data-label="Counts">
+                <Counts counts={batch.counts} />
+              </td>
+              <td data-label="Created">{formatTime(batch.timing.createdAt)}</td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
       <ErrorMessage error={moreError} title="Could not load more batches" />
       {batches.data?.nextCursor ? (

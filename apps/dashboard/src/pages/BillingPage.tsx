@@ -2,7 +2,7 @@ import { useState } from "react";
 import { api, withQuery } from "../api";
 import { formatCredits, formatTime } from "../format";
 import { Link } from "../router";
-import { EmptyState, ErrorMessage, Loading, PageHeader, TableWrap, useResource } from "../components/ui";
+import { EmptyState, ErrorMessage, Loading, PageHeader, DataTable, useResource } from "../components/ui";
 import type { Balance, UsageEntry } from "../types";
 
 /** SPEC section 2, for the plan summary; the API enforces the real (possibly overridden) values. */
@@ -88,36 +88,18 @@ export function BillingPage() {
           </EmptyState>
         ) : entries.length > 0 ? (
           <>
-            <TableWrap label="Usage ledger">
-              <table className="table table-stack">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Description</th>
-                    <th scope="col">Job</th>
-                    <th scope="col" className="numeric">
-                      Credits
-                    </th>
-                    <th scope="col" className="numeric">
-                      Balance after
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {entries.map((entry) => (
-                    <tr key={entry.id}>
-                      <td data-label="When">{formatTime(entry.createdAt)}</td>
-                      <td data-label="Kind">{entry.kind}</td>
-                      <td data-label="Description">{entry.description}</td>
-                      <td data-label="Job">{entry.jobId ? <Link to={`/jobs/${entry.jobId}`} className="mono">{entry.jobId}</Link> : "-"}</td>
-                      <td data-label="Credits" className="numeric">{entry.credits}</td>
-                      <td data-label="Balance after" className="numeric">{entry.balanceAfter}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <DataTable label="Usage ledger" columns={["When", "Kind", "Description", "Job", { label: "Credits", numeric: true }, { label: "Balance after", numeric: true }]}>
+              {entries.map((entry) => (
+                <tr key={entry.id}>
+                  <td data-label="When">{formatTime(entry.createdAt)}</td>
+                  <td data-label="Kind">{entry.kind}</td>
+                  <td data-label="Description">{entry.description}</td>
+                  <td data-label="Job">{entry.jobId ? <Link to={`/jobs/${entry.jobId}`} className="mono">{entry.jobId}</Link> : "-"}</td>
+                  <td data-label="Credits" className="numeric">{entry.credits}</td>
+                  <td data-label="Balance after" className="numeric">{entry.balanceAfter}</td>
+                </tr>
+              ))}
+            </DataTable>
             {cursor ? (
               <button type="button" className="button load-more" onClick={() => void loadMore()} disabled={loadingMore}>
                 {loadingMore ? "Loading…" : "Load more"}

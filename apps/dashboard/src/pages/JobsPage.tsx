@@ -3,7 +3,7 @@ import { api, withQuery } from "../api";
 import { creditCount, formatTime, isTerminal } from "../format";
 import { MAX_LIVE_STREAMS, useJobEvents } from "../live";
 import { Link, useRouter } from "../router";
-import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, TableWrap, useResource } from "../components/ui";
+import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
 import type { Job, JobType } from "../types";
 
 const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
@@ -153,38 +153,24 @@ export function JobsPage() {
         </EmptyState>
       ) : (
         <>
-          <TableWrap label="Jobs">
-            <table className="table table-stack">
-              <thead>
-                <tr>
-                  <th scope="col">Job</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Batch</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {jobs.map((job) => (
-                  <tr key={job.id} data-job-id={job.id}>
-                    <td data-label="Job">
-                      <Link to={`/jobs/${job.id}`} className="mono">
-                        {job.id}
-                      </Link>
-                    </td>
-                    <td data-label="Type">{job.type}</td>
-                    <td data-label="Status">
-                      <StatusBadge status={job.status} />
-                    </td>
-                    <td data-label="Batch">{job.batchId ? <Link to={`/batches/${job.batchId}`} className="mono">{job.batchId}</Link> : <span className="muted">-</span>}</td>
-                    <td data-label="Created">{formatTime(job.timing.createdAt)}</td>
-                    <td data-label="Cost">{job.cost ? creditCount(job.cost.credits) : <span className="muted">-</span>}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable label="Jobs" columns={["Job", "Type", "Status", "Batch", "Created", "Cost"]}>
+            {jobs.map((job) => (
+              <tr key={job.id} data-job-id={job.id}>
+                <td data-label="Job">
+                  <Link to={`/jobs/${job.id}`} className="mono">
+                    {job.id}
+                  </Link>
+                </td>
+                <td data-label="Type">{job.type}</td>
+                <td data-label="Status">
+                  <StatusBadge status={job.status} />
+                </td>
+                <td data-label="Batch">{job.batchId ? <Link to={`/batches/${job.batchId}`} className="mono">{job.batchId}</Link> : <span className="muted">-</span>}</td>
+                <td data-label="Created">{formatTime(job.timing.createdAt)}</td>
+                <td data-label="Cost">{job.cost ? creditCount(job.cost.credits) : <span className="muted">-</span>}</td>
+              </tr>
+            ))}
+          </DataTable>
           {nextCursor ? (
             <button type="button" className="button load-more" onClick={() => void loadMore()} disabled={state.loadingMore}>
               {state.loadingMore ? "Loading…" : "Load more jobs"}

@@ -2,7 +2,7 @@ import { useState } from "react";
 import { formatTime } from "../../format";
 import { actionsFor, canLeave, mainRole } from "../../members";
 import { organizations, type FullOrganization, type Member, type Role } from "../../organizations";
-import { ConfirmDialog, ErrorMessage, Notice, TableWrap, useAction } from "../ui";
+import { ConfirmDialog, ErrorMessage, Notice, DataTable, useAction } from "../ui";
 
 interface Viewer {
   userId: string;
@@ -48,26 +48,11 @@ export function MembersTable({ org, viewer, onChanged, onLeft }: { org: FullOrga
       <h2 id="members-heading">Members</h2>
       {done ? <Notice tone="success">{done}</Notice> : null}
       <ErrorMessage error={action.error} title="The change was not made" />
-      <TableWrap label="Member list">
-        <table className="table table-stack">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Joined</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {org.members.map((member) => (
-              <MemberRow key={member.id} member={member} members={org.members} viewer={viewer} busy={action.busy} onRoleChange={changeRole} onRemove={setToRemove} />
-            ))}
-          </tbody>
-        </table>
-      </TableWrap>
+      <DataTable label="Member list" columns={["Name", "Email", "Role", "Joined", { label: "Actions", hidden: true }]}>
+        {org.members.map((member) => (
+          <MemberRow key={member.id} member={member} members={org.members} viewer={viewer} busy={action.busy} onRoleChange={changeRole} onRemove={setToRemove} />
+        ))}
+      </DataTable>
       <ConfirmDialog
         open={toRemove !== undefined}
         title={leaving ? `Leave ${org.name}?` : `Remove ${toRemove?.user.name ?? ""}?`}

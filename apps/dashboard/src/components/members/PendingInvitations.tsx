@@ -2,7 +2,7 @@ import { useState } from "react";
 import { formatTime } from "../../format";
 import { invitationUrl } from "../../members";
 import { organizations, type Invitation } from "../../organizations";
-import { CopyButton, EmptyState, ErrorMessage, Notice, TableWrap, useAction } from "../ui";
+import { CopyButton, EmptyState, ErrorMessage, Notice, DataTable, useAction } from "../ui";
 
 /** Invitations nobody has answered yet, each with its link to share again, and a way to call it off. */
 export function PendingInvitations({ invitations, onChanged }: { invitations: Invitation[]; onChanged: () => Promise<unknown> }) {
@@ -24,39 +24,25 @@ export function PendingInvitations({ invitations, onChanged }: { invitations: In
       {invitations.length === 0 ? (
         <EmptyState title="No pending invitations" />
       ) : (
-        <TableWrap label="Invitation list">
-          <table className="table table-stack">
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {invitations.map((invitation) => (
-                <tr key={invitation.id} data-invitation-id={invitation.id}>
-                  <td data-label="Email" className="break">
-                    {invitation.email}
-                  </td>
-                  <td data-label="Role">{invitation.role}</td>
-                  <td data-label="Expires">{formatTime(Date.parse(invitation.expiresAt))}</td>
-                  <td data-label="Actions">
-                    <span className="row-actions">
-                      <CopyButton text={invitationUrl(window.location.origin, invitation.id)} label="Copy link" hiddenSuffix={`for ${invitation.email}`} />
-                      <button type="button" className="button button-small button-danger" disabled={busy} onClick={() => void cancel(invitation)} aria-label={`Cancel invitation for ${invitation.email}`}>
-                        Cancel
-                      </button>
-                    </span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable label="Invitation list" columns={["Email", "Role", "Expires", { label: "Actions", hidden: true }]}>
+          {invitations.map((invitation) => (
+            <tr key={invitation.id} data-invitation-id={invitation.id}>
+              <td data-label="Email" className="break">
+                {invitation.email}
+              </td>
+              <td data-label="Role">{invitation.role}</td>
+              <td data-label="Expires">{formatTime(Date.parse(invitation.expiresAt))}</td>
+              <td data-label="Actions">
+                <span className="row-actions">
+                  <CopyButton text={invitationUrl(window.location.origin, invitation.id)} label="Copy link" hiddenSuffix={`for ${invitation.email}`} />
+                  <button type="button" className="button button-small button-danger" disabled={busy} onClick={() => void cancel(invitation)} aria-label={`Cancel invitation for ${invitation.email}`}>
+                    Cancel
+                  </button>
+                </span>
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </section>
   );
