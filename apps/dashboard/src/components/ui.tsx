@@ -72,7 +72,7 @@ export function PageHeader({ title, actions, children }: { title: string; action
 }
 
 /** A wide table that scrolls sideways on a phone; focusable so keyboard users can scroll it too. */
-export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+function TableWrap({ label, children }: { label: string; children: ReactNode }) {
   return (
     <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
       {children}

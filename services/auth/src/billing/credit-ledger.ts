@@ -82,36 +82,29 @@ export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, 
  * @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.
  */
 export async function reserveCredits(db: Db, orgId: string, jobId: string, credits: number): Promise<BalanceView> {
-  const entryKey = `reserve:${jobId}`;
-  try {
-    return await db.transaction().execute(async (trx) => {
-      // The org's balance row first, like settleJob: a reservation and the job's settlement never interleave.
-      const balance = await trx.selectFrom("credit_balances").select(["available", "reserved"]).where("org_id", "=", orgId).forUpdate().executeTakeFirst();
-      if (!balance) return balanceOf(trx, orgId); // NOT_FOUND for an unknown org
-      // Reserved already (idempotent), or the job ended before its worker got here (cancelled meanwhile): the
-      // worker's StartJob then answers CONFLICT and nothing runs, so nothing may stay reserved.
-      const settled = await trx.selectFrom("settled_jobs").select("job_id").where("org_id", "=", orgId).where("job_id", "=", jobId).executeTakeFirst();
-      const reservedBefore = await trx.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
-      if (settled || reservedBefore) return { orgId, available: balance.available, reserved: balance.reserved };
-      if (balance.available < credits) throw insufficientCredits();
-      const row = await trx
-        .updateTable("credit_balances")
-        .set({ available: sql`available - ${credits}`, reserved: sql`reserved + ${credits}`, updated_at: Date.now() })
-        .where("org_id", "=", orgId)
-        .returning(["available", "reserved"])
-        .executeTakeFirstOrThrow();
-      const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits, jobId, entryKey, balanceAfter: row.available, description: `reserved for ${jobId}` });
-      // Cannot happen under the row lock; kept as the last line of defence against a double reservation.
-      if (!inserted) throw new ConcurrentReservation();
-      return { orgId, available: row.available, reserved: row.reserved };
-    });
-  } catch (error) {
-    if (error instanceof ConcurrentReservation) return balanceOf(db, orgId);
-    throw error;
-  }
+  return db.transaction().execute(async (trx) => {
+    // The org's balance row first, like settleJob: a reservation and the job's settlement never interleave, and two
+    // reservations for one job run one after the other (the second finds the first's entry).
+    const balance = await trx.selectFrom("credit_balances").select(["available", "reserved"]).where("org_id", "=", orgId).forUpdate().executeTakeFirst();
+    if (!balance) return balanceOf(trx, orgId); // NOT_FOUND for an unknown org
+    // Reserved already (idempotent), or the job ended before its worker got here (cancelled meanwhile): the
+    // worker's StartJob then answers CONFLICT and nothing runs, so nothing may stay reserved.
+    const settled = await trx.selectFrom("settled_jobs").select("job_id").where("org_id", "=", orgId).where("job_id", "=", jobId).executeTakeFirst();
+    const reservedBefore = await trx.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
+    if (settled || reservedBefore) return { orgId, available: balance.available, reserved: balance.reserved };
+    if (balance.available < credits) throw insufficientCredits();
+    const row = await trx
+      .updateTable("credit_balances")
+      .set({ available: sql`available - ${credits}`, reserved: sql`reserved + ${credits}`, updated_at: Date.now() })
+      .where("org_id", "=", orgId)
+      .returning(["available", "reserved"])
+      .executeTakeFirstOrThrow();
+    const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits, jobId, entryKey: `reserve:${jobId}`, balanceAfter: row.available, description: `reserved for ${jobId}` });
+    // Unreachable under the row lock after the check above; rolls the balance change back rather than leave it unbooked.
+    if (!inserted) throw new Error(`reservation for ${jobId} already booked`);
+    return { orgId, available: row.available, reserved: row.reserved };
+  });
 }
-
-class ConcurrentReservation extends Error {}
 
 /** How a job ended, for settling its reservation. */
 export type JobSettlement = { outcome: "completed"; credits: number; description?: string } | { outcome: "released"; reason: string };
