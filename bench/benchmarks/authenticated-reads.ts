@@ -44,7 +44,7 @@ export async function benchAuthenticatedReads(ctx: BenchContext): Promise<Benchm
   return {
     id: "authenticated-reads",
     title: "1. Authenticated reads (API key) vs gateway /healthz",
-    baseline: `gateway GET /healthz, ${connections} connections, autocannon in its own process; the three loads take turns for ${rounds} rounds of ${httpSeconds} s (p99 is the worst round's)`,
+    baseline: `gateway GET /healthz, ${connections} connections, autocannon in its own process; the three loads take turns for ${rounds} rounds of ${httpSeconds} s (p50 and p99 over every request of every round)`,
     columns: ["request", "req/s", "% of /healthz", "p50 ms", "p99 ms", "errors/non-2xx"],
     rows: [row("GET /healthz (baseline)", healthz), row("GET /me", me), row("GET /jobs/{id}", getJob)],
     targets: [

@@ -57,7 +57,7 @@ export async function benchJobAcceptance(ctx: BenchContext): Promise<BenchmarkRe
   return {
     id: "job-acceptance",
     title: "2. POST /jobs acceptance vs bare event-store append",
-    baseline: `appendToStream + enqueueOutbox in one transaction on a scratch schema, ${connections} concurrent loops over ${connections} connections, in its own process; baseline and POST /jobs take turns for ${rounds} rounds of ${httpSeconds} s (p99 is the worst round's)`,
+    baseline: `appendToStream + enqueueOutbox in one transaction on a scratch schema, ${connections} concurrent loops over ${connections} connections, in its own process; baseline and POST /jobs take turns for ${rounds} rounds of ${httpSeconds} s (p50 and p99 over every operation of every round)`,
     columns: ["operation", "per s", "% of bare append", "p50 ms", "p99 ms", "errors/non-2xx"],
     rows: [
       ["bare append + outbox (baseline)", Math.round(bare.perSecond), 100, bare.p50Ms, bare.p99Ms, bare.errors],

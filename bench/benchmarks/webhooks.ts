@@ -1,5 +1,8 @@
 import pg from "pg";
+import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "../context.js";
+import { quiesce } from "../quiesce.js";
+import { mergeLoads, takeTurns } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
 import { startReplica, type Replica } from "../replicas.js";
 import type { Received } from "../receiver.js";
@@ -13,10 +16,20 @@ const DISPATCHER_CONCURRENCY = 64;
 interface Throughput {
   replicas: number;
   events: number;
-  /** First attempt received -> last received. */
+  /** First attempt received -> last received, over every round. */
   deliveriesPerSecond: number;
-  /** First event published -> last attempt received. */
+  /** First event published -> last attempt received, over every round. */
   endToEndPerSecond: number;
+  rounds: Burst[];
+}
+
+/** One round of the throughput measurement: a burst of events, sent as fast as the stream takes them. */
+interface Burst {
+  events: number;
+  /** First attempt received -> last received. */
+  spanMs: number;
+  /** First event published -> last attempt received. */
+  endToEndMs: number;
 }
 
 interface Latency {
@@ -25,6 +38,32 @@ interface Latency {
   publishedPerSecond: number;
   delivered: number;
   lag: LatencySummary;
+}
+
+/** One round of the latency measurement: events at a steady rate, and each one's lag. */
+interface Paced {
+  published: number;
+  perSecond: number;
+  lagsMs: number[];
+}
+
+const perSecond = (count: number, ms: number) => Math.round(count / Math.max(0.001, ms / 1000));
+
+function throughputOf(replicas: number, rounds: Burst[]): Throughput {
+  const events = rounds.reduce((sum, r) => sum + r.events, 0);
+  return {
+    replicas,
+    events,
+    deliveriesPerSecond: perSecond(events, rounds.reduce((sum, r) => sum + r.spanMs, 0)),
+    endToEndPerSecond: perSecond(events, rounds.reduce((sum, r) => sum + r.endToEndMs, 0)),
+    rounds,
+  };
+}
+
+function latencyOf(replicas: number, rounds: Paced[]): Latency {
+  const published = rounds.reduce((sum, r) => sum + r.published, 0);
+  const lags = rounds.flatMap((r) => r.lagsMs);
+  return { replicas, published, publishedPerSecond: Math.round(rounds.reduce((sum, r) => sum + r.perSecond, 0) / rounds.length), delivered: lags.length, lag: summarize(lags) };
 }
 
 const firstAttempts = (prefix: string) => (received: Received[]) =>
@@ -36,38 +75,64 @@ const firstAttempts = (prefix: string) => (received: Received[]) =>
  */
 export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[]> {
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
+  const { rounds } = ctx.sizes;
   const throughput: Throughput[] = [];
   const latency: Latency[] = [];
 
-  const measureThroughput = async (replicas: number): Promise<Throughput> => {
+  const burst = async (replicas: number): Promise<Burst> => {
+    await settle();
     const events = new SyntheticEvents(ctx.bus, orgIds);
     const count = ctx.sizes.throughputEvents;
     ctx.receiver.reset();
     const started = Date.now();
-    ctx.log(`  deliveries/s with ${replicas} dispatcher(s): ${count} events`);
     await events.burst(count);
     const pick = firstAttempts(events.jobIdPrefix);
     await ctx.receiver.waitUntil((received) => pick(received).length >= count, 180_000);
     const arrivals = pick(ctx.receiver.received).map((r) => r.receivedAt);
-    const first = Math.min(...arrivals);
     const last = Math.max(...arrivals);
-    return {
-      replicas,
-      events: count,
-      deliveriesPerSecond: Math.round(count / Math.max(0.001, (last - first) / 1000)),
-      endToEndPerSecond: Math.round(count / Math.max(0.001, (last - started) / 1000)),
-    };
+    const result = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started };
+    ctx.log(`    ${count} events, ${replicas} dispatcher(s): ${perSecond(count, result.spanMs)} deliveries/s`);
+    return result;
   };
 
-  const measureLatency = async (replicas: number): Promise<Latency> => {
+  const paced = async (replicas: number): Promise<Paced> => {
+    await settle();
     const events = new SyntheticEvents(ctx.bus, orgIds);
     ctx.receiver.reset();
-    ctx.log(`  event -> first attempt at ${ctx.sizes.eventsPerSecond}/s for ${ctx.sizes.latencySeconds} s, ${replicas} dispatcher(s)`);
-    const { published, perSecond } = await events.paced(ctx.sizes.eventsPerSecond, ctx.sizes.latencySeconds);
+    const { published, perSecond: achieved } = await events.paced(ctx.sizes.eventsPerSecond, ctx.sizes.latencySeconds);
     const pick = firstAttempts(events.jobIdPrefix);
     await ctx.receiver.waitUntil((received) => pick(received).length >= published, 120_000);
-    const lags = pick(ctx.receiver.received).map((r) => r.receivedAt - (r.body.timing?.startedAt ?? r.receivedAt));
-    return { replicas, published, publishedPerSecond: perSecond, delivered: lags.length, lag: summarize(lags) };
+    const lagsMs = pick(ctx.receiver.received).map((r) => r.receivedAt - (r.body.timing?.startedAt ?? r.receivedAt));
+    const lag = summarize(lagsMs);
+    ctx.log(`    ${published} events at ${achieved}/s, ${replicas} dispatcher(s): lag p50 ${lag.p50} ms, p99 ${lag.p99} ms`);
+    return { published, perSecond: achieved, lagsMs };
+  };
+  const measureLatency = async (replicas: number): Promise<Latency> => {
+    ctx.log(`  event -> first attempt at ${ctx.sizes.eventsPerSecond}/s, ${rounds} rounds of ${ctx.sizes.latencySeconds} s, ${replicas} dispatcher(s)`);
+    const runs: Paced[] = [];
+    for (let round = 0; round < rounds; round += 1) runs.push(await paced(replicas));
+    return latencyOf(replicas, runs);
+  };
+
+  const baselineLoad = async () => {
+    await settle();
+    ctx.receiver.reset();
+    const result = await runLoad({
+      kind: "post-loop",
+      url: ctx.receiver.url,
+      concurrency: DISPATCHER_CONCURRENCY,
+      count: ctx.sizes.throughputEvents,
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "Renderbus-Webhooks/1.0",
+        "x-renderbus-event": "baseline",
+        "x-renderbus-attempt": "1",
+        "x-renderbus-signature": `sha256=${"0".repeat(64)}`,
+      },
+      body: JSON.stringify({ event: "job.running", jobId: "job_baseline", type: "extract.metadata", timing: { createdAt: 0, startedAt: 0 } }),
+    });
+    ctx.log(`    bare POST loop: ${Math.round(result.perSecond)}/s`);
+    return result;
   };
 
   // Warm the target cache, connections and JIT so a measurement does not pay start-up costs (run again once the
@@ -77,15 +142,18 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     await warm.burst(events);
     await ctx.receiver.waitUntil((received) => firstAttempts(warm.jobIdPrefix)(received).length >= events, 60_000);
   };
-  await warmUp(orgIds.length * 4);
+  const warmUpEvents = Math.min(1000, ctx.sizes.throughputEvents / 5);
+  await warmUp(warmUpEvents);
 
   /**
-   * Every measurement starts from the same table state: a queue table (deliveries, outbox) updated and deleted
+   * Every measurement starts from an idle system (see quiesce) and the same table state: a queue table (deliveries, outbox) updated and deleted
    * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
    * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
    * 2-replica runs came last and measured below one replica; see bench/findings.md).
    */
-  const vacuum = async () => {
+  const settle = async () => {
+    // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
+    await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
     const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
     await client.connect();
     try {
@@ -95,36 +163,23 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     }
   };
 
-  await vacuum();
-  throughput.push(await measureThroughput(1));
-  await vacuum();
+  ctx.log(`  deliveries/s with 1 dispatcher and the bare POST loop (concurrency ${DISPATCHER_CONCURRENCY}) taking turns: ${rounds} rounds of ${ctx.sizes.throughputEvents} events`);
+  // Unmeasured: the receiver shares the bench's process, and its first burst at full rate ran ~20% below the next.
+  await baselineLoad();
+  const single = await takeTurns(rounds, { baseline: baselineLoad, dispatcher: () => burst(1) });
+  const baseline = mergeLoads(single.baseline);
+  throughput.push(throughputOf(1, single.dispatcher));
   latency.push(await measureLatency(1));
-
-  ctx.log(`  bare POST loop baseline, concurrency ${DISPATCHER_CONCURRENCY}`);
-  ctx.receiver.reset();
-  const baseline = await runLoad({
-    kind: "post-loop",
-    url: ctx.receiver.url,
-    concurrency: DISPATCHER_CONCURRENCY,
-    count: ctx.sizes.throughputEvents,
-    headers: {
-      "content-type": "application/json",
-      "user-agent": "Renderbus-Webhooks/1.0",
-      "x-renderbus-event": "baseline",
-      "x-renderbus-attempt": "1",
-      "x-renderbus-signature": `sha256=${"0".repeat(64)}`,
-    },
-    body: JSON.stringify({ event: "job.running", jobId: "job_baseline", type: "extract.metadata", timing: { createdAt: 0, startedAt: 0 } }),
-  });
 
   let second: Replica | undefined;
   try {
     ctx.log("  starting a second dispatcher replica");
     second = await startReplica("webhook-dispatcher", ctx.env.system.env, ctx.profileDir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${ctx.profileDir}`] } : {});
-    await warmUp(Math.min(1000, ctx.sizes.throughputEvents / 5));
-    await vacuum();
-    throughput.push(await measureThroughput(2));
-    await vacuum();
+    await warmUp(warmUpEvents);
+    ctx.log(`  deliveries/s with 2 dispatchers: ${rounds} rounds of ${ctx.sizes.throughputEvents} events`);
+    const bursts: Burst[] = [];
+    for (let round = 0; round < rounds; round += 1) bursts.push(await burst(2));
+    throughput.push(throughputOf(2, bursts));
     latency.push(await measureLatency(2));
   } finally {
     await second?.stop();
@@ -152,7 +207,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     ],
     notes: [
       `Synthetic job.running events spread over ${orgIds.length} starter orgs (the per-org in-flight cap of 8 holds across replicas, so ${orgIds.length} orgs can fill ${(orgIds.length * 8) / DISPATCHER_CONCURRENCY} replicas' ${DISPATCHER_CONCURRENCY} slots). Each delivery is signed, recorded (attempt row + outbox event) and projected onto the job by the jobs service, as in production.`,
-      "deliveries/s counts first attempts between the first and the last arrival at the receiver.",
+      `deliveries/s counts first attempts between the first and the last arrival at the receiver, over ${rounds} rounds; with 1 replica the rounds take turns with the baseline's. Every round starts from an idle system and freshly vacuumed queue tables.`,
     ],
     data: { baseline, throughput, scaleOut, receiverBound },
   };

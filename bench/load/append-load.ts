@@ -1,6 +1,6 @@
 import { createDatabase, appendToStream, enqueueOutbox, type EventStoreTables } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
-import { summarize } from "../stats.js";
+import { latencyRecorder, percentilesOf } from "./latency-histogram.js";
 import type { LoadResult, LoadSpec } from "./load-spec.js";
 
 /**
@@ -12,7 +12,7 @@ export async function runAppendLoad(spec: Extract<LoadSpec, { kind: "append" }>)
   // Open every connection before the clock starts: the load measures appends, not PostgreSQL forking backends.
   const clients = await Promise.all(Array.from({ length: spec.concurrency }, () => database.pool.connect()));
   for (const client of clients) client.release();
-  const latencies: number[] = [];
+  const latencies = latencyRecorder();
   let errors = 0;
   const started = performance.now();
   const deadline = started + spec.durationSeconds * 1000;
@@ -26,7 +26,7 @@ export async function runAppendLoad(spec: Extract<LoadSpec, { kind: "append" }>)
           const [stored] = await appendToStream(trx, jobId, 0, [{ type: "JobQueued", data }]);
           await enqueueOutbox(trx, [{ messageId: stored!.eventId, subject: "jobs.events.job.queued", body: data, headers: { "Rb-Event-Type": "job.queued" } }]);
         });
-        latencies.push(performance.now() - t0);
+        latencies.record(performance.now() - t0);
       } catch {
         errors += 1;
       }
@@ -35,6 +35,6 @@ export async function runAppendLoad(spec: Extract<LoadSpec, { kind: "append" }>)
   await Promise.all(Array.from({ length: spec.concurrency }, worker));
   const elapsedMs = performance.now() - started;
   await database.close();
-  const summary = summarize(latencies);
-  return { ok: latencies.length, errors, perSecond: latencies.length / (elapsedMs / 1000), p50Ms: summary.p50, p99Ms: summary.p99, maxMs: summary.max, elapsedMs };
+  const latencyHistogram = latencies.encode();
+  return { ok: latencies.count, errors, perSecond: latencies.count / (elapsedMs / 1000), ...percentilesOf(latencyHistogram), elapsedMs, latencyHistogram };
 }

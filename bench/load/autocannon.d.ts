@@ -25,6 +25,10 @@ declare module "autocannon" {
     duration?: number;
     pipelining?: number;
   }
-  function autocannon(options: AutocannonOptions): Promise<AutocannonResult>;
+  /** The running load: a promise of its result that also emits one "response" per answer (latency in ms, fractional). */
+  interface AutocannonInstance extends Promise<AutocannonResult> {
+    on(event: "response", listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void): this;
+  }
+  function autocannon(options: AutocannonOptions): AutocannonInstance;
   export default autocannon;
 }

@@ -38,6 +38,8 @@ export interface LoadResult {
   p99Ms: number;
   maxMs: number;
   elapsedMs: number;
+  /** Every successful operation's latency (latencyRecorder().encode()), so rounds merge into one distribution. */
+  latencyHistogram: string;
   /** Status codes other than 2xx (http), by code. */
   non2xx?: Record<string, number>;
 }
