@@ -101,7 +101,10 @@ export class Bus {
   ) {}
 
   static async connect(options: BusOptions): Promise<Bus> {
-    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    // noAsyncTraces: without it every request, and so every JetStream publish, builds two Error objects (stack
+    // captures) in case it fails; they were ~4% of the dispatcher's CPU under load. A failed publish still rejects
+    // with its cause; only the caller's async stack is missing from it.
+    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
     const jsm = await jetstreamManager(nc);
     return new Bus(nc, jetstream(nc), jsm, options);
   }

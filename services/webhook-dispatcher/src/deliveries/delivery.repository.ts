@@ -84,21 +84,17 @@ export async function insertDeliveries(trx: Trx, deliveries: NewDelivery[], now 
 }
 
 /**
- * For a group of job events that only owe webhooks (no batch bookkeeping): guards each event id in
- * `processed_events` and inserts the deliveries of the fresh ones, due at once and unannounced (see insertDeliveries),
- * in one statement instead of a transaction of five (the ingest path runs it for every group of events). Returns the
- * source event ids of the deliveries it created; a redelivered event creates nothing.
+ * For a group of job events that only owe webhooks (no batch bookkeeping): inserts their deliveries, due at once and
+ * unannounced (see insertDeliveries), in one statement (the ingest path runs it for every group of events). Returns
+ * the source event ids of the deliveries it created. A redelivered event creates nothing: its delivery exists
+ * already (`source_event_id` is unique), and an event that owes no delivery writes nothing either way, so these
+ * events need no `processed_events` guard (it was a row and an index entry per delivery).
  */
-export async function insertDeliveriesOfFreshEvents(db: Db, eventIds: string[], deliveries: NewDelivery[], now = Date.now()): Promise<Set<string>> {
-  if (eventIds.length === 0) return new Set();
+export async function insertDeliveriesOfEvents(db: Db, deliveries: NewDelivery[], now = Date.now()): Promise<Set<string>> {
+  if (deliveries.length === 0) return new Set();
   const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
   const { rows } = await sql<{ source_event_id: string }>`
-    with fresh as (
-      insert into processed_events (event_id, processed_at)
-      select unnest(${eventIds}::text[]), ${now}
-      on conflict (event_id) do nothing
-      returning event_id
-    ), created as (
+    with created as (
       insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts,
                               chain_attempts, next_attempt_at, event_at, created_at, trace_headers, announced)
       select v.id, v.org_id, v.event, v.source_event_id, v.job_id, v.batch_id, v.url, v.body, 'pending', 0,
@@ -115,7 +111,6 @@ export async function insertDeliveriesOfFreshEvents(db: Db, eventIds: string[], 
         ${column((d) => d.eventAt)}::bigint[],
         ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[]
       ) as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers)
-      where v.source_event_id in (select event_id from fresh)
       on conflict (source_event_id) do nothing
       returning source_event_id
     )

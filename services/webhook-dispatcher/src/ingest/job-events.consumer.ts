@@ -4,7 +4,7 @@ import type { jobEvents } from "@renderbus/contracts";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
-import { insertDeliveries, insertDeliveriesOfFreshEvents, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
+import { insertDeliveries, insertDeliveriesOfEvents, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -107,18 +107,14 @@ function deliveryOf({ eventId, plan, target, traceHeaders }: PlannedEvent): NewD
 }
 
 /**
- * Writes planned events in one transaction: each is guarded by `processed_events` (a redelivered event writes
- * nothing), then batch progress and deliveries. Returns, per event, whether a delivery was created. A group without
- * batch bookkeeping (nearly every group: job events outside batches) is written by a single statement, since the
- * round trips of the transaction were most of the statements the dispatcher still sent per delivery.
+ * Writes planned events. Events with batch bookkeeping go in one transaction, each guarded by `processed_events` (a
+ * redelivered event must not count toward its batch twice), then batch progress and deliveries. Nearly every group has
+ * none (job events outside batches): its deliveries are written by a single statement, deduplicated by their source
+ * event. Returns, per event, whether a delivery was created.
  */
 async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedEvent[]): Promise<boolean[]> {
   if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
-    const created = await insertDeliveriesOfFreshEvents(
-      db,
-      events.map((event) => event.eventId),
-      events.flatMap((event) => deliveryOf(event) ?? []),
-    );
+    const created = await insertDeliveriesOfEvents(db, events.flatMap((event) => deliveryOf(event) ?? []));
     return events.map((event) => created.has(event.eventId));
   }
   return db.transaction().execute(async (trx) => {
@@ -149,8 +145,9 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedE
 
 /**
  * Turns job events into deliveries and batch progress. Events are written in groups (one transaction for the events
- * that arrive while the previous group commits), each guarded by `processed_events`, then acked one by one; a crash
- * before the ack redelivers an event and the guard makes the repeat a no-op. The batch-completion check runs after
+ * that arrive while the previous group commits), then acked one by one; a crash before the ack redelivers an event,
+ * and its repeat is a no-op (a delivery is unique per source event; batch bookkeeping is guarded by
+ * `processed_events`). The batch-completion check runs after
  * that commit, on every delivery of the event (see completeBatchIfDone).
  */
 export async function startJobEventsConsumer(options: JobEventsConsumerOptions): Promise<ConsumerHandle> {

@@ -1,6 +1,8 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
+import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
+import { STREAMS, durableForSubject } from "@renderbus/bus";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { newId } from "@renderbus/ids";
 import {
@@ -15,6 +17,8 @@ import {
   webhooksClient,
 } from "../test-support/harness.js";
 import type { DispatcherService } from "../service.js";
+import type { DispatcherConfig } from "../config.js";
+import { DISPATCHER_DURABLE } from "../ingest/job-events.consumer.js";
 
 const SECRET = "whsec_test_secret";
 const SCHEDULE = [50, 250, 1250];
@@ -23,6 +27,7 @@ const TIMEOUT_MS = 400;
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;
 let dispatcher: DispatcherService;
+let config: DispatcherConfig;
 let databaseUrl: string;
 const receivers: { stop(): Promise<void> }[] = [];
 
@@ -51,12 +56,11 @@ beforeAll(async () => {
   const namespace = testNamespace("sender");
   fakeAuth = await startFakeAuth();
   publisher = await connectPublisher(natsUrl, namespace);
-  dispatcher = await startTestDispatcher(
-    testConfig(
-      { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
-      { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE.join(","), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), DISPATCHER_ORG_MAX_IN_FLIGHT: "4" },
-    ),
+  config = testConfig(
+    { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
+    { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE.join(","), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), DISPATCHER_ORG_MAX_IN_FLIGHT: "4" },
   );
+  dispatcher = await startTestDispatcher(config);
 });
 
 afterAll(async () => {
@@ -123,16 +127,44 @@ describe("webhook delivery", () => {
     expect(free.receiver.received).toHaveLength(0);
   });
 
-  it("creates one delivery for an event delivered twice", async () => {
+  it("creates one delivery for an event published twice with the same id (JetStream dedup)", async () => {
     const { receiver, orgId } = await receiverForNewOrg();
     const event = jobCompletedEvent(orgId);
     const eventId = newId("evt");
-    // Different msg ids at the NATS level would bypass JetStream dedup; the dispatcher must still dedupe.
     await publisher.bus.publish("jobs.events.job.completed", event, { msgId: eventId });
     await publisher.bus.publish("jobs.events.job.completed", event, { msgId: eventId });
     await receiver.waitFor(1);
     await sleep(300);
     expect(await deliveryRows(orgId)).toHaveLength(1);
+  });
+
+  it("creates no second delivery when JetStream delivers an event again (its first ack lost)", async () => {
+    const { receiver, orgId } = await receiverForNewOrg();
+    const { seq } = await publisher.bus.publish("jobs.events.job.completed", jobCompletedEvent(orgId), { msgId: newId("evt") });
+    await receiver.waitFor(1);
+    // Recorded first: an attempt still in flight at shutdown is given back and sent again (documented duplicate).
+    await eventually(async () => (await deliveryRows(orgId))[0]?.status === "succeeded");
+    // As if the ack had been lost: stop the dispatcher and move its durable for job.completed back to this message,
+    // so the restarted dispatcher receives the same message (same event id) again.
+    await dispatcher.stop();
+    const stream = publisher.bus.streamName(STREAMS.jobEvents);
+    const durable = durableForSubject(DISPATCHER_DURABLE, "jobs.events.job.completed");
+    await publisher.bus.jsm.consumers.delete(stream, durable);
+    await publisher.bus.jsm.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: seq,
+      filter_subject: publisher.bus.subject("jobs.events.job.completed"),
+    });
+    dispatcher = await startTestDispatcher(config);
+    await eventually(async () => {
+      const info = await publisher.bus.jsm.consumers.info(stream, durable);
+      return info.delivered.stream_seq >= seq && info.num_pending === 0 && info.num_ack_pending === 0;
+    });
+    await sleep(300);
+    expect(await deliveryRows(orgId)).toHaveLength(1);
+    expect(receiver.received).toHaveLength(1);
   });
 
   it("retries a failing receiver on the schedule and succeeds on the fourth attempt with the same delivery id", async () => {
