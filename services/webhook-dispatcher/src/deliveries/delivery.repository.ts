@@ -10,6 +10,11 @@ export type AttemptRow = Selectable<DispatcherTables["delivery_attempts"]>;
 type Db = Kysely<DispatcherTables>;
 type Trx = Transaction<DispatcherTables>;
 
+/** When a delivery's next attempt is due, as users see it: one being attempted has none yet (its `next_attempt_at` is its lease's end, see claimDueDeliveries). */
+function nextAttemptOf(row: DeliveryRow, now = Date.now()): number | null {
+  return row.lease_until !== null && row.lease_until > now ? null : row.next_attempt_at;
+}
+
 /** NOTIFY channel that wakes every replica's sender when a delivery becomes due. */
 export const DELIVERIES_CHANNEL = "dispatcher_deliveries_due";
 
@@ -160,7 +165,8 @@ export async function announceWaitingDeliveries(db: Db, { createdBefore, limit =
         select id from deliveries where not announced and created_at < ${createdBefore}
         order by created_at limit ${limit} for update skip locked)
       returning *`.execute(trx);
-    await enqueueOutbox(trx, rows.map((row) => deliveryUpdatedMessage(row, now, row.trace_headers ? (JSON.parse(row.trace_headers) as Record<string, string>) : {})), now);
+    const announced = rows.map((row) => ({ ...row, next_attempt_at: nextAttemptOf(row, now) }));
+    await enqueueOutbox(trx, announced.map((row) => deliveryUpdatedMessage(row, now, row.trace_headers ? (JSON.parse(row.trace_headers) as Record<string, string>) : {})), now);
     return rows.length;
   });
 }
@@ -181,14 +187,17 @@ export interface ClaimOptions {
 /**
  * Claims up to `limit` due deliveries for this replica: rows locked by another claimer are skipped
  * (`FOR UPDATE SKIP LOCKED`), and an org already holding `orgMaxInFlight` leases gets no more, so one broken
- * receiver cannot take every slot. A lease that runs out (its holder crashed) makes the row claimable again.
+ * receiver cannot take every slot. A claimed row is due again when its lease runs out (`next_attempt_at` moves to
+ * the lease's end), which is how a crashed holder's deliveries come back; recording the attempt sets the real next
+ * time.
  */
 export async function claimDueDeliveries(db: Db, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
   if (limit <= 0) return [];
   // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
   // and each round trip (a socket write and a wake-up here, a backend cycle in PostgreSQL) was a large share of the
   // dispatcher's CPU. Orgs at their cap are filtered before the limit, so one org's backlog cannot crowd out the
-  // others; the window then gives an org no more of the remaining candidates than its free slots.
+  // others; the window then gives an org no more of the remaining candidates than its free slots. Rows in flight are not due (their next_attempt_at is
+  // their lease's end), so the ordered scan starts at the first claimable row instead of walking past every lease.
   const { rows } = await sql<DeliveryRow>`
     with candidates as (
       select d.id, d.org_id, d.next_attempt_at, busy.in_flight
@@ -212,7 +221,7 @@ export async function claimDueDeliveries(db: Db, { limit, orgMaxInFlight, leaseM
       order by next_attempt_at, id
       limit ${limit}
     )
-    update deliveries d set lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
+    update deliveries d set lease_until = ${now + leaseMs}, lease_token = ${leaseToken}, next_attempt_at = ${now + leaseMs}
     from chosen where d.id = chosen.id
     returning d.*`.execute(db);
   return rows;
@@ -333,12 +342,17 @@ function afterAttempt(row: DeliveryRow, attempt: RecordedAttempt): DeliveryRow {
 
 /** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */
 export async function postponeLease(db: Db, deliveryId: string, leaseToken: string, until: number): Promise<void> {
-  await db.updateTable("deliveries").set({ lease_until: until }).where("id", "=", deliveryId).where("lease_token", "=", leaseToken).execute();
+  await db.updateTable("deliveries").set({ lease_until: until, next_attempt_at: until }).where("id", "=", deliveryId).where("lease_token", "=", leaseToken).execute();
 }
 
 /** Gives a claimed delivery back untouched (shutdown mid-attempt): it is due again at once. */
-export async function releaseLease(db: Db, deliveryId: string, leaseToken: string): Promise<void> {
-  await db.updateTable("deliveries").set({ lease_until: null, lease_token: null }).where("id", "=", deliveryId).where("lease_token", "=", leaseToken).execute();
+export async function releaseLease(db: Db, deliveryId: string, leaseToken: string, now = Date.now()): Promise<void> {
+  await db
+    .updateTable("deliveries")
+    .set({ lease_until: null, lease_token: null, next_attempt_at: now })
+    .where("id", "=", deliveryId)
+    .where("lease_token", "=", leaseToken)
+    .execute();
 }
 
 export interface ListFilter {
@@ -412,7 +426,7 @@ export function toDeliveryMessage(row: DeliveryRow, attempts: AttemptRow[] = [])
     status: row.status,
     attempts: row.attempts,
     lastAttemptAt: row.last_attempt_at ?? undefined,
-    nextAttemptAt: row.next_attempt_at ?? undefined,
+    nextAttemptAt: nextAttemptOf(row) ?? undefined,
     lastResponseStatus: row.last_response_status ?? undefined,
     lastError: row.last_error ?? undefined,
     url: row.url,
