@@ -43,4 +43,5 @@ USER node
 EXPOSE 3000 50051 50052 50053 50061
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # `exec` so node (not sh) is the process tini signals; source maps so stack traces name the TypeScript lines.
-CMD ["sh", "-c", "exec node --enable-source-maps services/${SERVICE}/dist/main.mjs"]
+# --max-old-space-size: the same limit as SERVICE_MAX_OLD_SPACE_MB in libs/testing/src/system.ts (npm start, bench).
+CMD ["sh", "-c", "exec node --max-old-space-size=128 --enable-source-maps services/${SERVICE}/dist/main.mjs"]

@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
+import { SERVICE_MAX_OLD_SPACE_MB } from "@renderbus/testing";
 import { authConfigSchema } from "../services/auth/src/config.js";
 import { gatewayConfigSchema } from "../services/gateway/src/config.js";
 import { jobsConfigSchema } from "../services/jobs/src/config.js";
@@ -291,7 +292,7 @@ describe("docker-compose.yml", () => {
     expect(dockerfile).toMatch(/apt-get install .*ffmpeg/);
     expect(dockerfile).toMatch(/npm ci/);
     expect(dockerfile).toMatch(/RUN .*node scripts\/build-services\.mjs/);
-    expect(dockerfile).toContain("exec node --enable-source-maps services/${SERVICE}/dist/main.mjs");
+    expect(dockerfile).toContain(`exec node --max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB} --enable-source-maps services/\${SERVICE}/dist/main.mjs`);
     expect(dockerfile).not.toMatch(/--import tsx/);
   });
 });
