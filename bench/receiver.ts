@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { preciseNow } from "./stats.js";
 
 /** One webhook request as the receiver saw it. */
 export interface Received {
@@ -29,7 +30,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      const receivedAt = Date.now();
+      const receivedAt = preciseNow();
       response.writeHead(200).end();
       let body: Received["body"] = {};
       try {

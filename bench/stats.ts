@@ -30,3 +30,6 @@ export function summarize(latenciesMs: readonly number[]): LatencySummary {
 
 export const round1 = (value: number): number => Math.round(value * 10) / 10;
 export const round2 = (value: number): number => Math.round(value * 100) / 100;
+
+/** Wall-clock milliseconds with sub-millisecond resolution (Date.now() has whole milliseconds, too coarse for 5 ms lags). */
+export const preciseNow = (): number => performance.timeOrigin + performance.now();

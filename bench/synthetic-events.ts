@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Bus } from "@renderbus/bus";
 import type { jobEvents } from "@renderbus/contracts";
+import { preciseNow } from "./stats.js";
 
 /**
  * Synthetic `job.running` events published straight onto the namespace's job-event stream, so the dispatcher is
@@ -12,6 +13,7 @@ import type { jobEvents } from "@renderbus/contracts";
 export class SyntheticEvents {
   private readonly run = randomBytes(3).toString("hex");
   private sequence = 0;
+  private readonly sentAt = new Map<string, number>();
 
   constructor(
     private readonly bus: Bus,
@@ -23,10 +25,16 @@ export class SyntheticEvents {
     return `job_bench${this.run}`;
   }
 
+  /** When the event of `jobId` was published (preciseNow), for lags with sub-millisecond resolution. */
+  publishedAt(jobId: string): number | undefined {
+    return this.sentAt.get(jobId);
+  }
+
   /** Publishes one event (round-robin over the orgs); resolves on the stream's ack. */
   publish(): Promise<unknown> {
     const n = this.sequence++;
     const now = Date.now();
+    this.sentAt.set(`${this.jobIdPrefix}${n}`, preciseNow());
     const event: jobEvents.JobStarted = {
       jobId: `${this.jobIdPrefix}${n}`,
       orgId: this.orgIds[n % this.orgIds.length]!,
