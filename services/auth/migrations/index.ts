@@ -105,4 +105,17 @@ export const migrations: Migrations = {
         on conflict do nothing`.execute(db);
     },
   },
+  "2026-11-24-003-monthly-credits": {
+    async up(db: Kysely<any>) {
+      // The start of each org's next credit month (see src/billing/monthly-credits.ts): one month after creation, in
+      // UTC, on the same day or the last day of a shorter month (PostgreSQL's month arithmetic clamps the same way).
+      // Orgs older than a month are due at once and get the current month's top-up on the first renewal run.
+      await sql`alter table orgs add column credits_renew_at bigint`.execute(db);
+      await sql`
+        update orgs set credits_renew_at =
+          (extract(epoch from ((to_timestamp(created_at / 1000.0) at time zone 'UTC') + interval '1 month') at time zone 'UTC') * 1000)::bigint`.execute(db);
+      await sql`alter table orgs alter column credits_renew_at set not null`.execute(db);
+      await sql`create index orgs_credits_renew_at on orgs (credits_renew_at)`.execute(db);
+    },
+  },
 };

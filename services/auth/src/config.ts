@@ -35,6 +35,8 @@ export const authConfigSchema = z
       .optional(),
     /** Signs Better Auth session cookies (at least 32 characters). Required in production. */
     BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+    /** How often orgs whose credit month has turned get their monthly credits (see billing/monthly-credits.ts). */
+    CREDITS_RENEWAL_INTERVAL_MS: z.coerce.number().int().positive().default(300_000),
     /** Overrides of the plan table, e.g. `{"free":{"monthlyCredits":500}}`. */
     PLANS_JSON: z
       .string()

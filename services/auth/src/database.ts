@@ -20,6 +20,8 @@ export interface AuthTables extends EventStoreTables {
     plan: PlanName;
     webhook_url: string | null;
     webhook_secret_encrypted: string | null;
+    /** When the org's next credit month starts (see billing/monthly-credits.ts). */
+    credits_renew_at: number;
     created_at: number;
     updated_at: number;
   };

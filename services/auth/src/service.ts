@@ -8,6 +8,7 @@ import { AUTH_SCHEMA } from "./database.js";
 import { openAuthStore } from "./store.js";
 import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
+import { startCreditRenewals } from "./billing/monthly-credits.js";
 import { authRpc } from "./rpc/auth.rpc.js";
 import { billingRpc } from "./rpc/billing.rpc.js";
 import { createBetterAuth } from "./sessions/better-auth.js";
@@ -31,6 +32,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents]);
   const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
   const charges = await startJobChargesConsumer(bus, store, logger);
+  const renewals = startCreditRenewals({ db: store.db, plans: store.plans, intervalMs: config.CREDITS_RENEWAL_INTERVAL_MS, logger });
 
   const lastUsed = new LastUsedRecorder(store, logger);
   const rpc = createRpcServer(logger);
@@ -48,6 +50,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
       (stopping ??= (async () => {
         await Promise.all([rpc.shutdown(), http.close()]);
         await charges.stop();
+        await renewals.stop();
         await relay.stop();
         await bus.close();
         await store.close();

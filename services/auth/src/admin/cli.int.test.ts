@@ -45,7 +45,8 @@ describe("operator CLI", () => {
     const { orgId, apiKey } = JSON.parse(created.out) as { orgId: string; apiKey: string };
     expect((await cli(harness, ["org:webhook", "--org", orgId, "--url", "http://127.0.0.1:1/h", "--secret", "s3cret"])).err).toContain("PLAN_LIMIT");
     expect((await cli(harness, ["org:set-plan", "--org", orgId, "--plan", "starter"])).code).toBe(0);
-    expect((await cli(harness, ["credits:grant", "--org", orgId, "--amount", "100"])).out).toContain("available balance: 300");
+    // The upgrade topped the balance up to starter's 1,900 monthly credits at once.
+    expect((await cli(harness, ["credits:grant", "--org", orgId, "--amount", "100"])).out).toContain("available balance: 2000");
     const webhook = await cli(harness, ["org:webhook", "--org", orgId, "--url", "http://127.0.0.1:1/h", "--secret", "s3cret"]);
     expect(webhook.code).toBe(0);
     expect(webhook.out).not.toContain("s3cret");

@@ -77,6 +77,28 @@ export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, 
 }
 
 /**
+ * Raises the org's available credits to `allowance` with a `grant` of the difference, once per `entryKey`; an org at
+ * or above it gets nothing (and nothing is ever taken away). Returns the credits granted. The balance row is locked
+ * first, so two callers with the same key (a renewal sweep and a plan change) cannot both grant.
+ */
+export async function topUpCredits(trx: Transaction<AuthTables>, orgId: string, allowance: number, entryKey: string, description: string): Promise<number> {
+  const balance = await trx.selectFrom("credit_balances").select("available").where("org_id", "=", orgId).forUpdate().executeTakeFirst();
+  if (!balance) throw notFound("Organization");
+  const credits = allowance - balance.available;
+  if (credits <= 0) return 0;
+  const granted = await trx.selectFrom("credit_ledger").select("id").where("entry_key", "=", entryKey).executeTakeFirst();
+  if (granted) return 0;
+  const row = await trx
+    .updateTable("credit_balances")
+    .set({ available: sql`available + ${credits}`, updated_at: Date.now() })
+    .where("org_id", "=", orgId)
+    .returning("available")
+    .executeTakeFirstOrThrow();
+  await insertEntry(trx, { orgId, kind: "grant", credits, entryKey, balanceAfter: row.available, description });
+  return credits;
+}
+
+/**
  * Reserves `credits` for a job. Idempotent per job: a second call for the same job changes nothing and returns the
  * current balance, and so does a call for a job already settled (it ended before its worker reserved).
  * @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.

@@ -9,9 +9,13 @@ import { authConfigSchema, secretsKeyOf } from "../config.js";
 import { createSecretBox } from "../crypto/secret-box.js";
 import { AUTH_SCHEMA, type AuthTables } from "../database.js";
 import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
+import { addMonthsUtc } from "./monthly-credits.js";
 
-/** Upgrading a deployment whose ledger predates `settled_jobs`: jobs it settled stay settled. */
-describe("migration 2026-11-24-002: settled jobs", () => {
+/**
+ * Upgrading a deployment whose ledger predates `settled_jobs` (2026-11-24-002) and monthly renewals (-003): jobs it
+ * settled stay settled, and its orgs get a renewal date.
+ */
+describe("migrations 2026-11-24-002 and -003 over an existing ledger", () => {
   let database: Database<AuthTables>;
   beforeAll(async () => {
     const config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("settledmigration"), NATS_URL: testInfra().natsUrl });
@@ -53,5 +57,12 @@ describe("migration 2026-11-24-002: settled jobs", () => {
 
     const settled = await sql<{ job_id: string }>`select job_id from settled_jobs where org_id = 'org_old' order by job_id`.execute(database.db);
     expect(settled.rows.map((row) => row.job_id)).toEqual(["job_captured", "job_released"]);
+  });
+
+  it("gives every existing org its next credit month (due at once for an org older than a month)", async () => {
+    // org_old was created at 1 ms after the epoch (previous test), and migrated to the latest schema there.
+    const org = await database.db.selectFrom("orgs").select("credits_renew_at").where("id", "=", "org_old").executeTakeFirstOrThrow();
+    expect(org.credits_renew_at).toBe(addMonthsUtc(1, 1));
+    expect(org.credits_renew_at).toBe(Date.UTC(1970, 1, 1) + 1);
   });
 });

@@ -7,7 +7,8 @@ import type { auth } from "@renderbus/contracts";
 import { isManagerRole, type AuthContext } from "@renderbus/rpc";
 import type { AuthTables, Role } from "../database.js";
 import type { AuthStore } from "../store.js";
-import { balanceOf, grantCredits, openBalance } from "../billing/credit-ledger.js";
+import { balanceOf, openBalance } from "../billing/credit-ledger.js";
+import { nextCreditRenewal, topUpForMonth } from "../billing/monthly-credits.js";
 import { enqueueOrgUpdated } from "../events/auth-events.js";
 import { checkWebhookChange } from "./webhook-rules.js";
 
@@ -59,14 +60,13 @@ export async function ensureOrgSettings(store: AuthStore, orgId: string, plan: P
   await store.db.transaction().execute(async (trx) => {
     const inserted = await trx
       .insertInto("orgs")
-      .values({ id: orgId, plan, webhook_url: null, webhook_secret_encrypted: null, created_at: now, updated_at: now })
+      .values({ id: orgId, plan, webhook_url: null, webhook_secret_encrypted: null, credits_renew_at: nextCreditRenewal(now, now), created_at: now, updated_at: now })
       .onConflict((conflict) => conflict.column("id").doNothing())
       .returning("id")
       .executeTakeFirst();
     if (!inserted) return;
     await openBalance(trx, orgId);
-    const credits = store.plans[plan].monthlyCredits;
-    if (credits > 0) await grantCredits(trx, orgId, credits, `monthly credits of plan ${plan}`);
+    await topUpForMonth(trx, store.plans, { id: orgId, plan, created_at: now }, now);
   });
 }
 
@@ -81,11 +81,17 @@ export function uniqueSlugOf(name: string): string {
   return `${base || "org"}-${randomBytes(5).toString("hex")}`;
 }
 
-/** Changes an org's plan and announces it (`auth.events.org.updated`) so gateways drop cached contexts. */
+/**
+ * Changes an org's plan, tops its credits up to the new plan's monthly credits for the current credit month (an
+ * upgrade does not wait for the next month; a downgrade takes nothing away), and announces the change
+ * (`auth.events.org.updated`) so gateways drop cached contexts.
+ */
 export async function setOrgPlan(store: AuthStore, orgId: string, plan: PlanName): Promise<OrgRow> {
   return store.db.transaction().execute(async (trx) => {
-    const org = await trx.updateTable("orgs").set({ plan, updated_at: Date.now() }).where("id", "=", orgId).returningAll().executeTakeFirst();
+    const now = Date.now();
+    const org = await trx.updateTable("orgs").set({ plan, updated_at: now }).where("id", "=", orgId).returningAll().executeTakeFirst();
     if (!org) throw notFound("Organization");
+    await topUpForMonth(trx, store.plans, org, now);
     await enqueueOrgUpdated(trx, { orgId, plan, occurredAt: Date.now() });
     return org;
   });
