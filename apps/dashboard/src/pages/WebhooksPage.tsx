@@ -88,10 +88,11 @@ function WebhookForm({ org, disabled, onSaved }: { org: Org; disabled: boolean; 
               minLength={8}
               maxLength={256}
               placeholder={org.webhookSecretSet ? "•••••••• (set; type to replace)" : "At least 8 characters"}
+              required={!org.webhookSecretSet && url.trim() !== ""}
               aria-describedby="webhook-secret-hint"
             />
             <p className="hint" id="webhook-secret-hint">
-              {org.webhookSecretSet ? "A secret is set. It is never shown again; type a new one to replace it." : "No secret is set yet."} Renderbus
+              {org.webhookSecretSet ? "A secret is set. It is never shown again; type a new one to replace it." : "No secret is set yet: required with the URL."} Renderbus
               signs each delivery with HMAC-SHA256 of the raw body using this secret.
             </p>
           </div>

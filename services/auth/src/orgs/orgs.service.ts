@@ -150,9 +150,15 @@ export async function requireManager(store: AuthStore, context: AuthContext): Pr
 export async function updateOrgWebhook(store: AuthStore, context: AuthContext, request: auth.UpdateOrgWebhookRequest): Promise<auth.Org> {
   if (request.orgId !== context.orgId) throw notFound("Organization");
   await requireManager(store, context);
-  const org = await store.db.selectFrom("orgs").select(["plan"]).where("id", "=", context.orgId).executeTakeFirst();
+  const org = await store.db.selectFrom("orgs").select(["plan", "webhook_secret_encrypted"]).where("id", "=", context.orgId).executeTakeFirst();
   if (!org) throw notFound("Organization");
-  const problem = checkWebhookChange({ plan: planOf(org.plan, store.plans), mode: store.mode, webhookUrl: request.webhookUrl, webhookSecret: request.webhookSecret });
+  const problem = checkWebhookChange({
+    plan: planOf(org.plan, store.plans),
+    mode: store.mode,
+    webhookUrl: request.webhookUrl,
+    webhookSecret: request.webhookSecret,
+    secretSet: org.webhook_secret_encrypted !== null,
+  });
   if (problem) throw problem;
   await setWebhookTarget(store, context.orgId, request.webhookUrl, request.webhookSecret);
   return orgView(store, context.orgId);

@@ -42,6 +42,17 @@ describe("UpdateOrgWebhook", () => {
     expect(harness.logs.filter((line) => line.includes(SECRET))).toEqual([]);
   });
 
+  it("refuses a first URL without a signing secret and changes nothing; a stored secret lets the URL change alone", async () => {
+    const org = await harness.seedOrg("starter");
+    await expect(harness.authClient.updateOrgWebhook({ orgId: org.orgId, webhookUrl: "https://example.com/unsigned" }, { auth: org.context })).rejects.toMatchObject({
+      code: "VALIDATION_ERROR",
+    });
+    expect(await harness.authClient.getWebhookTarget({ orgId: org.orgId })).toEqual({ orgId: org.orgId, plan: "starter" });
+    await harness.authClient.updateOrgWebhook({ orgId: org.orgId, webhookUrl: "https://example.com/first", webhookSecret: SECRET }, { auth: org.context });
+    await harness.authClient.updateOrgWebhook({ orgId: org.orgId, webhookUrl: "https://example.com/moved" }, { auth: org.context });
+    expect(await harness.authClient.getWebhookTarget({ orgId: org.orgId })).toEqual({ orgId: org.orgId, plan: "starter", url: "https://example.com/moved", secret: SECRET });
+  });
+
   it("refuses an http URL in production mode and accepts https", async () => {
     const org = await production.seedOrg("pro");
     await expect(production.authClient.updateOrgWebhook({ orgId: org.orgId, webhookUrl: "http://example.com/hook", webhookSecret: SECRET }, { auth: org.context })).rejects.toMatchObject({ code: "VALIDATION_ERROR" });

@@ -17,9 +17,17 @@ describe("webhook change rules", () => {
     expect(checkWebhookChange({ plan: starter, mode: "production", webhookUrl: "https://example.com/h", webhookSecret: "s" })).toBeUndefined();
   });
 
+  it("requires a signing secret with the first URL, and lets the URL change alone once one is stored", () => {
+    const error = checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "https://example.com/h" });
+    expect(error?.code).toBe("VALIDATION_ERROR");
+    expect(error?.message).toContain("webhookSecret");
+    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "https://example.com/h", secretSet: true })).toBeUndefined();
+    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "" })).toBeUndefined();
+  });
+
   it("names the field when the URL or secret is malformed", () => {
-    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "not a url" })?.message).toContain("webhookUrl");
-    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "ftp://example.com" })?.message).toContain("webhookUrl");
+    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "not a url", secretSet: true })?.message).toContain("webhookUrl");
+    expect(checkWebhookChange({ plan: starter, mode: "test", webhookUrl: "ftp://example.com", secretSet: true })?.message).toContain("webhookUrl");
     expect(checkWebhookChange({ plan: starter, mode: "test", webhookSecret: "" })?.message).toContain("webhookSecret");
   });
 });

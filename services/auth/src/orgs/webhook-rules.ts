@@ -6,13 +6,15 @@ export interface WebhookChange {
   mode: "production" | "development" | "test";
   webhookUrl?: string;
   webhookSecret?: string;
+  /** Whether the org has a signing secret stored already (a URL may then change on its own). */
+  secretSet?: boolean;
 }
 
 /**
  * Decides whether an org may set this webhook target. Pure: the caller has already checked the org and the role.
  * An empty `webhookUrl` clears the target. @returns the AppError to throw, or undefined when allowed.
  */
-export function checkWebhookChange({ plan, mode, webhookUrl, webhookSecret }: WebhookChange): AppError | undefined {
+export function checkWebhookChange({ plan, mode, webhookUrl, webhookSecret, secretSet = false }: WebhookChange): AppError | undefined {
   if (!plan.webhooks) return planLimit(`Webhooks are not included in the ${plan.name} plan; upgrade to starter or above`);
   if (webhookUrl === undefined && webhookSecret === undefined) return validationError("webhookUrl or webhookSecret is required");
   if (webhookUrl !== undefined && webhookUrl !== "") {
@@ -29,6 +31,10 @@ export function checkWebhookChange({ plan, mode, webhookUrl, webhookSecret }: We
   }
   if (webhookSecret !== undefined && (webhookSecret.length < 1 || webhookSecret.length > 1000)) {
     return validationError("webhookSecret must be 1-1000 characters");
+  }
+  // Every delivery is signed (SPEC section 7): an endpoint never starts receiving unsigned requests.
+  if (webhookUrl !== undefined && webhookUrl !== "" && webhookSecret === undefined && !secretSet) {
+    return validationError("webhookSecret is required with the first webhookUrl: every delivery is signed with it");
   }
   return undefined;
 }

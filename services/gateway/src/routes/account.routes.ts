@@ -75,7 +75,8 @@ export const accountRoutes = [
     url: "/orgs/:orgId",
     operationId: "updateOrgWebhook",
     summary: "Configure the org's webhook",
-    description: "Sets webhookUrl and webhookSecret (plans starter and above; HTTPS required in production).",
+    description:
+      "Sets webhookUrl and webhookSecret (plans starter and above; HTTPS required in production). The first webhookUrl needs a webhookSecret with it (every delivery is signed); once one is stored, either may change alone.",
     tag: "orgs",
     params: z.strictObject({ orgId: z.string().min(1).max(100) }),
     body: z.strictObject({
