@@ -165,6 +165,8 @@ describe("jobs over REST with real ffmpeg workers", () => {
 
     const balance = (await call("GET", "/billing/balance")).body.data;
     expect(balance.credits).toBeGreaterThanOrEqual(0);
+    expect(balance).toMatchObject({ plan: expect.any(String), monthlyCredits: expect.any(Number), renewsAt: expect.any(Number) });
+    expect(balance.renewsAt).toBeGreaterThan(Date.now());
     const ledger = (await call("GET", "/billing/usage?limit=100")).body.data as { kind: string; credits: number }[];
     const grants = ledger.filter((entry) => entry.kind === "grant").reduce((sum, entry) => sum + entry.credits, 0);
     const captures = ledger.filter((entry) => entry.kind === "capture").reduce((sum, entry) => sum + Math.abs(entry.credits), 0);

@@ -127,6 +127,10 @@ export interface Balance {
   credits: number;
   reserved: number;
   plan: string;
+  /** The plan's monthly included credits. */
+  monthlyCredits: number | null;
+  /** When the available balance is next topped up to `monthlyCredits` (epoch ms). */
+  renewsAt: number | null;
 }
 
 export interface UsageEntry {

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api, withQuery } from "../api";
-import { formatCredits, formatTime } from "../format";
+import { creditCount, formatCredits, formatTime } from "../format";
 import { Link } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, DataTable, useResource } from "../components/ui";
 import type { Balance, UsageEntry } from "../types";
@@ -72,6 +72,11 @@ export function BillingPage() {
             <h2 id="balance-heading">Balance</h2>
             <p className="big-number">{formatCredits(balance.data.credits)}</p>
             <p className="muted">{balance.data.reserved > 0 ? `${balance.data.reserved} credits reserved by running jobs.` : "Nothing reserved right now."}</p>
+            {balance.data.monthlyCredits !== null && balance.data.renewsAt !== null ? (
+              <p className="muted">
+                Next monthly top-up (to {creditCount(balance.data.monthlyCredits)}): {formatTime(balance.data.renewsAt)}.
+              </p>
+            ) : null}
           </section>
         </div>
       ) : null}

@@ -6,6 +6,7 @@ import type { jobEvents } from "@renderbus/contracts";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 import { grantOrgCredits } from "../admin/index.js";
 import { settleJob } from "./credit-ledger.js";
+import { addMonthsUtc } from "./monthly-credits.js";
 
 /** An org with exactly `credits` available: a free org whose monthly credits were spent, then granted. */
 async function orgWithBalance(harness: AuthHarness, credits: number) {
@@ -39,7 +40,14 @@ describe("credit ledger", () => {
 
   it("grants the plan's monthly credits when an org is created", async () => {
     const org = await harness.seedOrg("starter");
-    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ orgId: org.orgId, credits: 1900, reserved: 0 });
+    const { created_at: createdAt } = await harness.store.db.selectFrom("orgs").select("created_at").where("id", "=", org.orgId).executeTakeFirstOrThrow();
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toEqual({
+      orgId: org.orgId,
+      credits: 1900,
+      reserved: 0,
+      monthlyCredits: 1900,
+      renewsAt: addMonthsUtc(createdAt, 1),
+    });
     const usage = await harness.billingClient.listUsage({ limit: 10 }, { auth: org.context });
     expect(usage.entries).toMatchObject([{ kind: "grant", credits: 1900, balanceAfter: 1900 }]);
   });

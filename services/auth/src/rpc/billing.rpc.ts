@@ -12,7 +12,12 @@ const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance
  */
 export function billingRpc(store: AuthStore): AsyncService<auth.BillingServer> {
   return {
-    getBalance: async (_request, context) => balanceMessage(await balanceOf(store.db, context.requireAuth().orgId)),
+    async getBalance(_request, context) {
+      const orgId = context.requireAuth().orgId;
+      const balance = await balanceOf(store.db, orgId);
+      const org = await store.db.selectFrom("orgs").select(["plan", "credits_renew_at"]).where("id", "=", orgId).executeTakeFirstOrThrow();
+      return { ...balanceMessage(balance), monthlyCredits: store.plans[org.plan].monthlyCredits, renewsAt: org.credits_renew_at };
+    },
     async listUsage(request, context) {
       const orgId = context.requireAuth().orgId;
       if (request.limit < 0 || request.limit > 100) throw validationError("limit must be 1-100");

@@ -102,12 +102,22 @@ export const accountRoutes = [
     url: "/billing/balance",
     operationId: "getBalance",
     summary: "Credit balance",
-    description: "Available and reserved credits (1 credit = $0.01).",
+    description:
+      "Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them.",
     tag: "billing",
     errors: [],
     handler: async ({ auth }, deps) => {
       const balance = await deps.billing.getBalance({}, { auth });
-      return { data: { orgId: balance.orgId, credits: balance.credits, reserved: balance.reserved, plan: auth.plan } };
+      return {
+        data: {
+          orgId: balance.orgId,
+          credits: balance.credits,
+          reserved: balance.reserved,
+          plan: auth.plan,
+          monthlyCredits: balance.monthlyCredits ?? null,
+          renewsAt: balance.renewsAt ?? null,
+        },
+      };
     },
   }),
   defineRoute({

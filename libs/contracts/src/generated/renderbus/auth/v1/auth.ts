@@ -123,6 +123,9 @@ export interface Balance {
   orgId: string;
   credits: number;
   reserved: number;
+  /** GetBalance only: the plan's monthly credits, and when the balance is next topped up to them (epoch ms). */
+  monthlyCredits?: number | undefined;
+  renewsAt?: number | undefined;
 }
 
 export interface GetBalanceRequest {
@@ -1594,7 +1597,7 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
 };
 
 function createBaseBalance(): Balance {
-  return { orgId: "", credits: 0, reserved: 0 };
+  return { orgId: "", credits: 0, reserved: 0, monthlyCredits: undefined, renewsAt: undefined };
 }
 
 export const Balance: MessageFns<Balance> = {
@@ -1607,6 +1610,12 @@ export const Balance: MessageFns<Balance> = {
     }
     if (message.reserved !== 0) {
       writer.uint32(24).int64(message.reserved);
+    }
+    if (message.monthlyCredits !== undefined) {
+      writer.uint32(32).int64(message.monthlyCredits);
+    }
+    if (message.renewsAt !== undefined) {
+      writer.uint32(40).int64(message.renewsAt);
     }
     return writer;
   },
@@ -1648,6 +1657,22 @@ export const Balance: MessageFns<Balance> = {
             message.reserved = longToNumber(reader.int64());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.monthlyCredits = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.renewsAt = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1669,6 +1694,16 @@ export const Balance: MessageFns<Balance> = {
         : "",
       credits: isSet(object.credits) ? globalThis.Number(object.credits) : 0,
       reserved: isSet(object.reserved) ? globalThis.Number(object.reserved) : 0,
+      monthlyCredits: isSet(object.monthlyCredits)
+        ? globalThis.Number(object.monthlyCredits)
+        : isSet(object.monthly_credits)
+        ? globalThis.Number(object.monthly_credits)
+        : undefined,
+      renewsAt: isSet(object.renewsAt)
+        ? globalThis.Number(object.renewsAt)
+        : isSet(object.renews_at)
+        ? globalThis.Number(object.renews_at)
+        : undefined,
     };
   },
 
@@ -1683,6 +1718,12 @@ export const Balance: MessageFns<Balance> = {
     if (message.reserved !== 0) {
       obj.reserved = Math.round(message.reserved);
     }
+    if (message.monthlyCredits !== undefined) {
+      obj.monthlyCredits = Math.round(message.monthlyCredits);
+    }
+    if (message.renewsAt !== undefined) {
+      obj.renewsAt = Math.round(message.renewsAt);
+    }
     return obj;
   },
 
@@ -1694,6 +1735,8 @@ export const Balance: MessageFns<Balance> = {
     message.orgId = object.orgId ?? "";
     message.credits = object.credits ?? 0;
     message.reserved = object.reserved ?? 0;
+    message.monthlyCredits = object.monthlyCredits ?? undefined;
+    message.renewsAt = object.renewsAt ?? undefined;
     return message;
   },
 };
