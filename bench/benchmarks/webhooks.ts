@@ -109,8 +109,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   };
   const measureLatency = async (replicas: number): Promise<Latency> => {
     ctx.log(`  event -> first attempt at ${ctx.sizes.eventsPerSecond}/s, ${rounds} rounds of ${ctx.sizes.latencySeconds} s, ${replicas} dispatcher(s)`);
-    const runs: Paced[] = [];
-    for (let round = 0; round < rounds; round += 1) runs.push(await paced(replicas));
+    const { runs } = await takeTurns(rounds, { runs: () => paced(replicas) });
     return latencyOf(replicas, runs);
   };
 
@@ -179,8 +178,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     // first 2-replica round ran ~20% below the next two.
     await warmUp(3 * warmUpEvents);
     ctx.log(`  deliveries/s with 2 dispatchers: ${rounds} rounds of ${ctx.sizes.throughputEvents} events`);
-    const bursts: Burst[] = [];
-    for (let round = 0; round < rounds; round += 1) bursts.push(await burst(2));
+    const { bursts } = await takeTurns(rounds, { bursts: () => burst(2) });
     throughput.push(throughputOf(2, bursts));
     latency.push(await measureLatency(2));
   } finally {

@@ -63,8 +63,8 @@ export async function balanceOf(db: Executor, orgId: string): Promise<BalanceVie
   return { orgId, available: row.available, reserved: row.reserved };
 }
 
-/** Adds credits to an org (monthly plan credits, operator grants) with a `grant` entry. */
-export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, credits: number, description: string): Promise<BalanceView> {
+/** Adds credits to an org (monthly plan credits, operator grants) with a `grant` entry, keyed by `entryKey` when given. */
+export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, credits: number, description: string, entryKey?: string): Promise<BalanceView> {
   const row = await trx
     .updateTable("credit_balances")
     .set({ available: sql`available + ${credits}`, updated_at: Date.now() })
@@ -72,7 +72,7 @@ export async function grantCredits(trx: Transaction<AuthTables>, orgId: string, 
     .returning(["available", "reserved"])
     .executeTakeFirst();
   if (!row) throw notFound("Organization");
-  await insertEntry(trx, { orgId, kind: "grant", credits, balanceAfter: row.available, description });
+  await insertEntry(trx, { orgId, kind: "grant", credits, ...(entryKey ? { entryKey } : {}), balanceAfter: row.available, description });
   return { orgId, available: row.available, reserved: row.reserved };
 }
 
@@ -88,13 +88,7 @@ export async function topUpCredits(trx: Transaction<AuthTables>, orgId: string, 
   if (credits <= 0) return 0;
   const granted = await trx.selectFrom("credit_ledger").select("id").where("entry_key", "=", entryKey).executeTakeFirst();
   if (granted) return 0;
-  const row = await trx
-    .updateTable("credit_balances")
-    .set({ available: sql`available + ${credits}`, updated_at: Date.now() })
-    .where("org_id", "=", orgId)
-    .returning("available")
-    .executeTakeFirstOrThrow();
-  await insertEntry(trx, { orgId, kind: "grant", credits, entryKey, balanceAfter: row.available, description });
+  await grantCredits(trx, orgId, credits, description, entryKey);
   return credits;
 }
 

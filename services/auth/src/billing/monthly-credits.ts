@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from "kysely";
-import type { Plan, PlanName } from "@renderbus/plans";
+import { planOf, type Plan, type PlanName } from "@renderbus/plans";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
 import { topUpCredits } from "./credit-ledger.js";
@@ -41,7 +41,7 @@ export function nextCreditRenewal(createdAt: number, now: number): number {
 /** Tops the org up to `plan`'s monthly credits for the credit month `now` falls in; returns the credits granted. */
 export async function topUpForMonth(trx: Transaction<AuthTables>, plans: Record<PlanName, Plan>, org: { id: string; plan: PlanName; created_at: number }, now: number): Promise<number> {
   const month = creditMonthAt(org.created_at, now);
-  return topUpCredits(trx, org.id, plans[org.plan].monthlyCredits, `monthly:${org.id}:${month}:${org.plan}`, `monthly credits of plan ${org.plan}`);
+  return topUpCredits(trx, org.id, planOf(org.plan, plans).monthlyCredits, `monthly:${org.id}:${month}:${org.plan}`, `monthly credits of plan ${org.plan}`);
 }
 
 /**
@@ -72,16 +72,21 @@ export async function renewDueCredits(db: Kysely<AuthTables>, plans: Record<Plan
   }
 }
 
-/** Runs renewDueCredits every `intervalMs` (and once at start) until stopped. */
+/** Runs renewDueCredits every `intervalMs` (and once at start) until stopped; a run still going skips the next tick. */
 export function startCreditRenewals({ db, plans, intervalMs, logger }: { db: Kysely<AuthTables>; plans: Record<PlanName, Plan>; intervalMs: number; logger: Logger }): { stop(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
+  let running: Promise<void> | undefined;
   const run = () => {
-    running = renewDueCredits(db, plans).then(
-      (renewed) => {
-        if (renewed > 0) logger.info({ renewed }, "monthly credits renewed");
-      },
-      (error: unknown) => logger.warn({ err: error }, "renewing monthly credits failed; next run retries"),
-    );
+    if (running) return;
+    running = renewDueCredits(db, plans)
+      .then(
+        (renewed) => {
+          if (renewed > 0) logger.info({ renewed }, "monthly credits renewed");
+        },
+        (error: unknown) => logger.warn({ err: error }, "renewing monthly credits failed; next run retries"),
+      )
+      .finally(() => {
+        running = undefined;
+      });
   };
   run();
   const timer = setInterval(run, intervalMs);

@@ -92,7 +92,7 @@ export async function setOrgPlan(store: AuthStore, orgId: string, plan: PlanName
     const org = await trx.updateTable("orgs").set({ plan, updated_at: now }).where("id", "=", orgId).returningAll().executeTakeFirst();
     if (!org) throw notFound("Organization");
     await topUpForMonth(trx, store.plans, org, now);
-    await enqueueOrgUpdated(trx, { orgId, plan, occurredAt: Date.now() });
+    await enqueueOrgUpdated(trx, { orgId, plan, occurredAt: now });
     return org;
   });
 }

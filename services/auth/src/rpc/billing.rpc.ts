@@ -1,5 +1,6 @@
 import { insufficientCredits, validationError } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
+import { planOf } from "@renderbus/plans";
 import type { AsyncService } from "@renderbus/rpc";
 import type { AuthStore } from "../store.js";
 import { balanceOf, listLedger, reserveCredits, type BalanceView } from "../billing/credit-ledger.js";
@@ -16,7 +17,7 @@ export function billingRpc(store: AuthStore): AsyncService<auth.BillingServer> {
       const orgId = context.requireAuth().orgId;
       const balance = await balanceOf(store.db, orgId);
       const org = await store.db.selectFrom("orgs").select(["plan", "credits_renew_at"]).where("id", "=", orgId).executeTakeFirstOrThrow();
-      return { ...balanceMessage(balance), monthlyCredits: store.plans[org.plan].monthlyCredits, renewsAt: org.credits_renew_at };
+      return { ...balanceMessage(balance), monthlyCredits: planOf(org.plan, store.plans).monthlyCredits, renewsAt: org.credits_renew_at };
     },
     async listUsage(request, context) {
       const orgId = context.requireAuth().orgId;

@@ -10,7 +10,10 @@ export type AttemptRow = Selectable<DispatcherTables["delivery_attempts"]>;
 type Db = Kysely<DispatcherTables>;
 type Trx = Transaction<DispatcherTables>;
 
-/** When a delivery's next attempt is due, as users see it: one being attempted has none yet (its `next_attempt_at` is its lease's end, see claimDueDeliveries). */
+/**
+ * When a delivery's next attempt is due, as users see it: one being attempted has none yet (its `next_attempt_at` is
+ * its lease's end, see claimDueDeliveries).
+ */
 function nextAttemptOf(row: DeliveryRow, now = Date.now()): number | null {
   return row.lease_until !== null && row.lease_until > now ? null : row.next_attempt_at;
 }
@@ -196,8 +199,9 @@ export async function claimDueDeliveries(db: Db, { limit, orgMaxInFlight, leaseM
   // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
   // and each round trip (a socket write and a wake-up here, a backend cycle in PostgreSQL) was a large share of the
   // dispatcher's CPU. Orgs at their cap are filtered before the limit, so one org's backlog cannot crowd out the
-  // others; the window then gives an org no more of the remaining candidates than its free slots. Rows in flight are not due (their next_attempt_at is
-  // their lease's end), so the ordered scan starts at the first claimable row instead of walking past every lease.
+  // others; the window then gives an org no more of the remaining candidates than its free slots. Rows in flight are
+  // not due (their next_attempt_at is their lease's end), so the ordered scan starts at the first claimable row
+  // instead of walking past every lease.
   const { rows } = await sql<DeliveryRow>`
     with candidates as (
       select d.id, d.org_id, d.next_attempt_at, busy.in_flight

@@ -147,8 +147,8 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedE
  * Turns job events into deliveries and batch progress. Events are written in groups (one transaction for the events
  * that arrive while the previous group commits), then acked one by one; a crash before the ack redelivers an event,
  * and its repeat is a no-op (a delivery is unique per source event; batch bookkeeping is guarded by
- * `processed_events`). The batch-completion check runs after
- * that commit, on every delivery of the event (see completeBatchIfDone).
+ * `processed_events`). The batch-completion check runs after that commit, on every delivery of the event (see
+ * completeBatchIfDone).
  */
 export async function startJobEventsConsumer(options: JobEventsConsumerOptions): Promise<ConsumerHandle> {
   const { db, targets, logger } = options;
