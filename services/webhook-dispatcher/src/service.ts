@@ -89,7 +89,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
     logger,
     concurrency: config.DISPATCHER_CONSUMER_CONCURRENCY,
     ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
-    onDeliveryCreated: () => sender.wake(),
+    sender,
   });
 
   const rpc = createRpcServer(logger);

@@ -5,7 +5,7 @@ import { newId } from "@renderbus/ids";
 import { createTestDatabase } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
-import { claimDueDeliveries, insertDeliveries, releaseLease, toDeliveryMessage } from "./delivery.repository.js";
+import { claimDueDeliveries, insertDeliveries, insertDeliveriesOfEvents, releaseLease, toDeliveryMessage, type NewDelivery } from "./delivery.repository.js";
 
 let database: Database<DispatcherTables>;
 let db: Kysely<DispatcherTables>;
@@ -64,5 +64,63 @@ describe("claiming due deliveries", () => {
     expect(toDeliveryMessage({ ...claimed!, lease_until: Date.now() + LEASE_MS }).nextAttemptAt).toBeUndefined();
     await releaseLease(db, claimed!.id, "replica-a", now + 5);
     expect((await claim(now + 5)).map((row) => row.id)).toEqual([claimed!.id]);
+  });
+});
+
+/** A delivery owed by a fresh job event of `orgId`. */
+const fresh = (orgId: string, sourceEventId = newId("evt")): NewDelivery => ({
+  orgId,
+  event: "job.running",
+  sourceEventId,
+  jobId: newId("job"),
+  batchId: null,
+  url: "http://127.0.0.1:9/",
+  body: "{}",
+  eventAt: Date.now(),
+});
+
+describe("leasing fresh deliveries as they are inserted", () => {
+  const insert = (deliveries: NewDelivery[], now: number, limit: number, orgMaxInFlight = 8) =>
+    insertDeliveriesOfEvents(db, deliveries, { now, lease: { token: "replica-b", until: now + LEASE_MS, limit, orgMaxInFlight } });
+
+  it("leases as many as the inserting replica has free slots; the rest wait for any replica's claim", async () => {
+    const now = Date.now();
+    const orgId = newId("org");
+    const deliveries = [fresh(orgId), fresh(orgId), fresh(orgId)];
+    const { created, leased } = await insert(deliveries, now, 2);
+    expect(created).toEqual(new Set(deliveries.map((d) => d.sourceEventId)));
+    expect(leased.map((row) => row.source_event_id)).toEqual([deliveries[0]!.sourceEventId, deliveries[1]!.sourceEventId]);
+    expect(leased.every((row) => row.lease_token === "replica-b" && row.lease_until === now + LEASE_MS && row.next_attempt_at === now + LEASE_MS)).toBe(true);
+    // Only the unleased one is claimable; when the leases run out (their holders died) all three are due again.
+    const [claimed] = await claim(now);
+    expect(claimed?.source_event_id).toBe(deliveries[2]!.sourceEventId);
+    expect((await claim(now + LEASE_MS + 1)).map((row) => row.id).sort()).toEqual([...leased.map((row) => row.id), claimed!.id].sort());
+  });
+
+  it("keeps each org within its in-flight cap, counting the leases it holds already", async () => {
+    const now = Date.now();
+    const [busy, other] = [newId("org"), newId("org")];
+    await due(busy, 1, now);
+    expect(await claim(now, 10, 2)).toHaveLength(1);
+    const deliveries = [fresh(busy), fresh(busy), fresh(busy), fresh(other)];
+    const { leased } = await insert(deliveries, now + 1, 10, 2);
+    expect(leased.map((row) => row.source_event_id)).toEqual([deliveries[0]!.sourceEventId, deliveries[3]!.sourceEventId]);
+    // The two over the cap wait as due deliveries, claimed once the org's slots free up.
+    expect(await claim(now + 2, 10, 2)).toEqual([]);
+  });
+
+  it("creates and leases nothing for a redelivered event", async () => {
+    const now = Date.now();
+    const delivery = fresh(newId("org"));
+    expect((await insert([delivery], now, 4)).leased).toHaveLength(1);
+    expect(await insert([delivery], now + 1, 4)).toEqual({ created: new Set(), leased: [] });
+  });
+
+  it("leases nothing without a lease, every delivery due at once", async () => {
+    const now = Date.now();
+    const deliveries = [fresh(newId("org")), fresh(newId("org"))];
+    const { created, leased } = await insertDeliveriesOfEvents(db, deliveries, { now });
+    expect([created.size, leased.length]).toEqual([2, 0]);
+    expect(await claim(now)).toHaveLength(2);
   });
 });

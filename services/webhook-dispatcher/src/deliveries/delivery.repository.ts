@@ -91,23 +91,44 @@ export async function insertDeliveries(trx: Trx, deliveries: NewDelivery[], now 
   return deliveries.map((delivery) => (delivery.sourceEventId === null ? undefined : bySource.get(delivery.sourceEventId)));
 }
 
+/** Fresh deliveries the inserting replica takes at once, under its lease (see insertDeliveriesOfEvents). */
+export interface LeaseAtInsert {
+  token: string;
+  /** When the lease runs out; also the row's next_attempt_at, as for a claim. */
+  until: number;
+  /** Attempt slots this replica has free: at most this many rows are leased. */
+  limit: number;
+  orgMaxInFlight: number;
+}
+
+/** The outcome of insertDeliveriesOfEvents. */
+export interface InsertedDeliveries {
+  /** Source event ids of the deliveries created. */
+  created: Set<string>;
+  /** Created deliveries leased to the caller (`lease`), to attempt now without a claim. */
+  leased: DeliveryRow[];
+}
+
 /**
  * For a group of job events that only owe webhooks (no batch bookkeeping): inserts their deliveries, due at once and
- * unannounced (see insertDeliveries), in one statement (the ingest path runs it for every group of events). Returns
- * the source event ids of the deliveries it created. A redelivered event creates nothing: its delivery exists
- * already (`source_event_id` is unique), and an event that owes no delivery writes nothing either way, so these
- * events need no `processed_events` guard (it was a row and an index entry per delivery).
+ * unannounced (see insertDeliveries), in one statement (the ingest path runs it for every group of events). A
+ * redelivered event creates nothing: its delivery exists already (`source_event_id` is unique), and an event that owes
+ * no delivery writes nothing either way, so these events need no `processed_events` guard (it was a row and an index
+ * entry per delivery).
+ *
+ * With `lease`, up to `lease.limit` of the new rows are inserted already leased to the caller, within each org's
+ * in-flight cap exactly as a claim counts it, so the caller attempts them at once: a fresh delivery then costs no
+ * claim (a statement, a wake-up and a round trip on the path from event to attempt). They are stored as a claim leaves
+ * them (`next_attempt_at` at the lease's end): if the caller dies before recording an attempt they are due again when
+ * the lease runs out. Only rows left unleased notify the replicas' claim loops.
  */
-export async function insertDeliveriesOfEvents(db: Db, deliveries: NewDelivery[], now = Date.now()): Promise<Set<string>> {
-  if (deliveries.length === 0) return new Set();
+export async function insertDeliveriesOfEvents(db: Db, deliveries: NewDelivery[], { now = Date.now(), lease }: { now?: number; lease?: LeaseAtInsert } = {}): Promise<InsertedDeliveries> {
+  if (deliveries.length === 0) return { created: new Set(), leased: [] };
   const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
-  const { rows } = await sql<{ source_event_id: string }>`
-    with created as (
-      insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts,
-                              chain_attempts, next_attempt_at, event_at, created_at, trace_headers, announced)
-      select v.id, v.org_id, v.event, v.source_event_id, v.job_id, v.batch_id, v.url, v.body, 'pending', 0,
-             0, ${now}, v.event_at, ${now}, v.trace_headers, false
-      from unnest(
+  const { token = null, until = null, limit = 0, orgMaxInFlight = 0 } = lease ?? {};
+  const { rows } = await sql<DeliveryRow>`
+    with fresh as (
+      select * from unnest(
         ${deliveries.map(() => newId("del"))}::text[],
         ${column((d) => d.orgId)}::text[],
         ${column((d) => d.event)}::text[],
@@ -118,13 +139,38 @@ export async function insertDeliveriesOfEvents(db: Db, deliveries: NewDelivery[]
         ${column((d) => d.body)}::text[],
         ${column((d) => d.eventAt)}::bigint[],
         ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[]
-      ) as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers)
+      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, n)
+    ), busy as (
+      select o.org_id, (select count(*)::int from deliveries l
+                        where l.org_id = o.org_id and l.lease_until is not null and l.lease_until > ${now}) as in_flight
+      from (select distinct org_id from fresh) o
+    ), within_cap as (
+      select f.*, busy.in_flight + row_number() over (partition by f.org_id order by f.n) <= ${orgMaxInFlight} as org_free
+      from fresh f join busy on busy.org_id = f.org_id
+    ), placed as (
+      select w.*, w.org_free and count(*) filter (where w.org_free) over (order by w.n) <= ${limit} as leased
+      from within_cap w
+    ), created as (
+      insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts, chain_attempts,
+                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced)
+      select id, org_id, event, source_event_id, job_id, batch_id, url, body, 'pending', 0, 0,
+             case when leased then ${until}::bigint else ${now}::bigint end,
+             case when leased then ${until}::bigint end,
+             case when leased then ${token}::text end,
+             event_at, ${now}, trace_headers, false
+      from placed order by n
       on conflict (source_event_id) do nothing
-      returning source_event_id
+      returning *
     )
     -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.
-    select source_event_id, pg_notify(${DELIVERIES_CHANNEL}, '') from created`.execute(db);
-  return new Set(rows.map((row) => row.source_event_id));
+    select created.*, (select pg_notify(${DELIVERIES_CHANNEL}, '') where created.lease_token is null) as notified
+    from created`.execute(db);
+  const leased: DeliveryRow[] = [];
+  for (const row of rows) {
+    delete (row as Partial<{ notified: unknown }>).notified;
+    if (row.lease_token !== null) leased.push(row);
+  }
+  return { created: new Set(rows.flatMap((row) => (row.source_event_id === null ? [] : [row.source_event_id]))), leased };
 }
 
 /** Queues a DeliveryUpdated for the outbox relay (the jobs service projects it onto the job record). */

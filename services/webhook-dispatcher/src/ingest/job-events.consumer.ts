@@ -8,6 +8,7 @@ import { insertDeliveries, insertDeliveriesOfEvents, insertDelivery, type NewDel
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
+import type { DeliverySender } from "../sending/delivery-sender.js";
 
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
@@ -28,9 +29,12 @@ export interface JobEventsConsumerOptions {
   logger: Logger;
   concurrency: number;
   ackWaitMs: number;
-  /** Called after a delivery was created, so the sender attempts it at once. */
-  onDeliveryCreated(): void;
+  /** Attempts the deliveries created: fresh ones straight from the insert, others through its claims. */
+  sender: FreshDeliverySender;
 }
+
+/** What ingest needs of the delivery sender. */
+export type FreshDeliverySender = Pick<DeliverySender, "wake" | "lease" | "reserve" | "launch">;
 
 /** What one job event means for the dispatcher. */
 interface Plan {
@@ -110,12 +114,25 @@ function deliveryOf({ eventId, plan, target, traceHeaders }: PlannedEvent): NewD
  * Writes planned events. Events with batch bookkeeping go in one transaction, each guarded by `processed_events` (a
  * redelivered event must not count toward its batch twice), then batch progress and deliveries. Nearly every group has
  * none (job events outside batches): its deliveries are written by a single statement, deduplicated by their source
- * event. Returns, per event, whether a delivery was created.
+ * event, and as many as the sender has free slots for are inserted leased to it and attempted at once (no claim).
+ * Returns, per event, whether a delivery was created that still waits for a claim.
  */
-async function writePlannedEvents(db: Kysely<DispatcherTables>, events: PlannedEvent[]): Promise<boolean[]> {
+async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDeliverySender, events: PlannedEvent[]): Promise<boolean[]> {
   if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
-    const created = await insertDeliveriesOfEvents(db, events.flatMap((event) => deliveryOf(event) ?? []));
-    return events.map((event) => created.has(event.eventId));
+    const deliveries = events.flatMap((event) => deliveryOf(event) ?? []);
+    const slots = sender.reserve(deliveries.length);
+    let inserted;
+    try {
+      const now = Date.now();
+      const { token, ms, orgMaxInFlight } = sender.lease;
+      inserted = await insertDeliveriesOfEvents(db, deliveries, { now, lease: { token, until: now + ms, limit: slots, orgMaxInFlight } });
+    } catch (error) {
+      sender.launch([], slots);
+      throw error;
+    }
+    sender.launch(inserted.leased, slots);
+    const leased = new Set(inserted.leased.map((row) => row.source_event_id));
+    return events.map((event) => inserted.created.has(event.eventId) && !leased.has(event.eventId));
   }
   return db.transaction().execute(async (trx) => {
     const now = Date.now();
@@ -175,7 +192,7 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
       return created !== undefined;
     });
 
-  const writer = new GroupCommit<PlannedEvent, boolean>((events) => writePlannedEvents(db, events), options.concurrency);
+  const writer = new GroupCommit<PlannedEvent, boolean>((events) => writePlannedEvents(db, options.sender, events), options.concurrency);
 
   const handle = async (message: BusMessage<unknown>): Promise<void> => {
     const plan = planForJobEvent(message.subject, message.data);
@@ -183,10 +200,11 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
     const target = plan.webhook ? await targets.get(plan.orgId) : undefined;
-    let created = await writer.submit({ eventId, plan, target, traceHeaders: currentTraceHeaders() });
+    // True when a delivery was created that waits for a claim (the sender attempts leased ones already).
+    let waiting = await writer.submit({ eventId, plan, target, traceHeaders: currentTraceHeaders() });
     const batchId = plan.terminal?.batchId ?? plan.batchCreated?.batchId;
-    if (batchId && (await createBatchDelivery(batchId, eventId))) created = true;
-    if (created) options.onDeliveryCreated();
+    if (batchId && (await createBatchDelivery(batchId, eventId))) waiting = true;
+    if (waiting) options.sender.wake();
   };
 
   return options.bus.consume({

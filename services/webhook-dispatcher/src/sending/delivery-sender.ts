@@ -42,6 +42,15 @@ export interface DeliverySenderOptions {
 export interface DeliverySender {
   /** Looks for due deliveries now (called right after inserting one: no poll delay). */
   wake(): void;
+  /** This replica's lease on deliveries it attempts, and the per-org cap its claims apply. */
+  readonly lease: { token: string; ms: number; orgMaxInFlight: number };
+  /**
+   * Takes up to `wanted` free attempt slots for fresh deliveries about to be inserted already leased to this replica
+   * (insertDeliveriesOfEvents); claims leave them alone until `launch` gives back what was not used.
+   */
+  reserve(wanted: number): number;
+  /** Attempts `rows`, inserted under this replica's lease into `reserved` slots taken with `reserve`. */
+  launch(rows: DeliveryRow[], reserved: number): void;
   /**
    * Runs one attempt of a delivery this process already holds under `leaseToken` and returns its new state.
    * `retryScheduleMs: []` makes it the only attempt (test events).
@@ -63,6 +72,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const { leaseMs } = options;
   const stopController = new AbortController();
   const inFlight = new Set<Promise<void>>();
+  // Slots promised to deliveries being inserted under our lease (reserve -> launch): not free for claims.
+  let reserved = 0;
   let stopped = false;
   let pending = true;
   let wakeUp: (() => void) | undefined;
@@ -145,6 +156,17 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs));
 
   const leaseToken = randomUUID();
+  const start = (row: DeliveryRow) => {
+    const task = attempt(row, leaseToken)
+      .then(() => undefined)
+      .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
+      .finally(() => {
+        inFlight.delete(task);
+        wake();
+      });
+    inFlight.add(task);
+  };
+
   const loop = (async () => {
     let failures = 0;
     while (!stopped) {
@@ -166,7 +188,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         continue;
       }
       pending = false;
-      const free = options.concurrency - inFlight.size;
+      const free = options.concurrency - inFlight.size - reserved;
       if (free <= 0) {
         // A finishing attempt wakes us.
         await new Promise<void>((resolve) => (wakeUp = resolve));
@@ -177,16 +199,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       try {
         const claimed = await claimDueDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
         failures = 0;
-        for (const row of claimed) {
-          const task = attempt(row, leaseToken)
-            .then(() => undefined)
-            .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
-            .finally(() => {
-              inFlight.delete(task);
-              wake();
-            });
-          inFlight.add(task);
-        }
+        for (const row of claimed) start(row);
         if (claimed.length === free) pending = true; // there may be more due
       } catch (error) {
         failures += 1;
@@ -199,6 +212,23 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
 
   return {
     wake,
+    lease: { token: leaseToken, ms: leaseMs, orgMaxInFlight: options.orgMaxInFlight },
+    reserve(wanted) {
+      const taken = stopped ? 0 : Math.max(0, Math.min(wanted, options.concurrency - inFlight.size - reserved));
+      reserved += taken;
+      return taken;
+    },
+    launch(rows, slots) {
+      reserved -= slots;
+      if (stopped) {
+        // Stopping between the insert and here: hand them to the other replicas (or our restart) at once.
+        for (const row of rows) void releaseLease(db, row.id, leaseToken).catch(() => undefined);
+        return;
+      }
+      for (const row of rows) start(row);
+      // Slots the insert did not use are free for claims again.
+      if (rows.length < slots) wake();
+    },
     attempt,
     async stop() {
       stopped = true;
