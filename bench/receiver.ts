@@ -18,14 +18,18 @@ export interface WebhookReceiver {
   received: Received[];
   /** Drops what was received so far (between benchmarks). */
   reset(): void;
-  /** Resolves once `predicate` holds for the received list, or rejects after `timeoutMs`. */
-  waitUntil(predicate: (received: Received[]) => boolean, timeoutMs: number): Promise<void>;
+  /**
+   * Resolves once `count` requests matching `match` have been received (counting those already in), or rejects
+   * after `timeoutMs`. Each arrival is matched once: re-scanning the whole list per request, as this did before, made
+   * a 5,000-event round cost the receiver's process (which shares the cores with the dispatcher) O(n^2) work.
+   */
+  waitFor(match: (request: Received) => boolean, count: number, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   let received: Received[] = [];
-  const waiters = new Set<() => void>();
+  const waiters = new Set<(request: Received) => void>();
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -38,13 +42,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       } catch {
         // The baseline loop sends the same bytes; a non-JSON body still counts as a request.
       }
-      received.push({
+      const entry: Received = {
         receivedAt,
         event: String(request.headers["x-renderbus-event"] ?? body.event ?? ""),
         attempt: Number(request.headers["x-renderbus-attempt"] ?? 1),
         body,
-      });
-      for (const wake of waiters) wake();
+      };
+      received.push(entry);
+      for (const arrived of waiters) arrived(entry);
     });
   });
   server.keepAliveTimeout = 60_000;
@@ -58,23 +63,24 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     reset() {
       received = [];
     },
-    waitUntil(predicate, timeoutMs) {
+    waitFor(match, count, timeoutMs) {
       return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!predicate(received)) return;
+        let remaining = count - received.filter(match).length;
+        if (remaining <= 0) return resolve();
+        const arrived = (request: Received) => {
+          if (!match(request) || --remaining > 0) return;
           cleanup();
           resolve();
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`receiver: condition not met within ${timeoutMs} ms (${received.length} received)`));
+          reject(new Error(`receiver: ${remaining} of ${count} expected requests missing after ${timeoutMs} ms (${received.length} received)`));
         }, timeoutMs);
         const cleanup = () => {
           clearTimeout(timer);
-          waiters.delete(check);
+          waiters.delete(arrived);
         };
-        waiters.add(check);
-        check();
+        waiters.add(arrived);
       });
     },
     close: () =>

@@ -20,7 +20,7 @@ export async function benchBatchEndToEnd(ctx: BenchContext): Promise<BenchmarkRe
   if (response.status !== 201) throw new Error(`POST /batches answered ${response.status}: ${await response.text()}`);
   const batchId = ((await response.json()) as { data: { id: string } }).data.id;
   ctx.log(`  batch ${batchId} of ${count} accepted in ${acceptedAt - started} ms`);
-  await ctx.receiver.waitUntil((received) => received.some((r) => r.event === "batch.completed" && r.body.batchId === batchId), count * 1000 + 60_000);
+  await ctx.receiver.waitFor((r) => r.event === "batch.completed" && r.body.batchId === batchId, 1, count * 1000 + 60_000);
   const done = ctx.receiver.received.find((r) => r.event === "batch.completed" && r.body.batchId === batchId)!;
   const counts = (done.body as { counts?: Record<string, number> }).counts ?? {};
   const completedJobs = ctx.receiver.received.filter((r) => r.event === "job.completed").map((r) => r.receivedAt);

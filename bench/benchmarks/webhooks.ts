@@ -66,8 +66,8 @@ function latencyOf(replicas: number, rounds: Paced[]): Latency {
   return { replicas, published, publishedPerSecond: Math.round(rounds.reduce((sum, r) => sum + r.perSecond, 0) / rounds.length), delivered: lags.length, lag: summarize(lags) };
 }
 
-const firstAttempts = (prefix: string) => (received: Received[]) =>
-  received.filter((r) => r.attempt === 1 && r.event === "job.running" && r.body.jobId?.startsWith(prefix));
+const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt === 1 && r.event === "job.running" && !!r.body.jobId?.startsWith(prefix);
+const firstAttempts = (prefix: string) => (received: Received[]) => received.filter(isFirstAttempt(prefix));
 
 /**
  * Benchmarks 4 and 5 (issue 6) on synthetic `job.running` events: deliveries/s against a bare POST loop to the same
@@ -87,7 +87,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     const started = Date.now();
     await events.burst(count);
     const pick = firstAttempts(events.jobIdPrefix);
-    await ctx.receiver.waitUntil((received) => pick(received).length >= count, 180_000);
+    await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), count, 180_000);
     const arrivals = pick(ctx.receiver.received).map((r) => r.receivedAt);
     const last = Math.max(...arrivals);
     const result = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started };
@@ -101,7 +101,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     ctx.receiver.reset();
     const { published, perSecond: achieved } = await events.paced(ctx.sizes.eventsPerSecond, ctx.sizes.latencySeconds);
     const pick = firstAttempts(events.jobIdPrefix);
-    await ctx.receiver.waitUntil((received) => pick(received).length >= published, 120_000);
+    await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), published, 120_000);
     const lagsMs = pick(ctx.receiver.received).map((r) => r.receivedAt - (events.publishedAt(r.body.jobId ?? "") ?? r.receivedAt));
     const lag = summarize(lagsMs);
     ctx.log(`    ${published} events at ${achieved}/s, ${replicas} dispatcher(s): lag p50 ${lag.p50} ms, p99 ${lag.p99} ms`);
@@ -139,7 +139,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   const warmUp = async (events: number) => {
     const warm = new SyntheticEvents(ctx.bus, orgIds);
     await warm.burst(events);
-    await ctx.receiver.waitUntil((received) => firstAttempts(warm.jobIdPrefix)(received).length >= events, 60_000);
+    await ctx.receiver.waitFor(isFirstAttempt(warm.jobIdPrefix), events, 60_000);
   };
   const warmUpEvents = Math.min(1000, ctx.sizes.throughputEvents / 5);
   await warmUp(warmUpEvents);
