@@ -108,8 +108,8 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     return { published, perSecond: achieved, lagsMs };
   };
   const measureLatency = async (replicas: number): Promise<Latency> => {
-    ctx.log(`  event -> first attempt at ${ctx.sizes.eventsPerSecond}/s, ${rounds} rounds of ${ctx.sizes.latencySeconds} s, ${replicas} dispatcher(s)`);
-    const { runs } = await takeTurns(rounds, { runs: () => paced(replicas) });
+    ctx.log(`  event -> first attempt at ${ctx.sizes.eventsPerSecond}/s, ${ctx.sizes.latencyRounds} rounds of ${ctx.sizes.latencySeconds} s, ${replicas} dispatcher(s)`);
+    const { runs } = await takeTurns(ctx.sizes.latencyRounds, { runs: () => paced(replicas) });
     return latencyOf(replicas, runs);
   };
 
@@ -224,7 +224,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     rows: latency.map((l) => [l.replicas, l.published, l.publishedPerSecond, l.delivered, l.lag.p50, l.lag.p99, l.lag.max]),
     targets: latencyTargets,
     notes: [
-      `Lag = arrival at the receiver minus the event's publication, both taken in the bench process (sub-millisecond clock), so it includes JetStream, the consumer, the delivery insert, the claim and the HTTP request; ${ctx.sizes.rounds} rounds of ${ctx.sizes.latencySeconds} s per replica count, each from an idle system, p50/p99 over every event.`,
+      `Lag = arrival at the receiver minus the event's publication, both taken in the bench process (sub-millisecond clock), so it includes JetStream, the consumer, the delivery insert and the HTTP request; ${ctx.sizes.latencyRounds} rounds of ${ctx.sizes.latencySeconds} s per replica count, each from an idle system, p50/p99 over every event.`,
     ],
     data: { latency },
   };
