@@ -20,9 +20,9 @@ export interface BenchSizes {
   /** Seconds of synthetic events at `eventsPerSecond` for the event -> attempt latency. */
   latencySeconds: number;
   /**
-   * Rounds of the event -> attempt latency, per replica count. More than `rounds`: its p99 is set by the few
-   * pauses (garbage collection, another process taking the core) that land in a round, and 3 rounds of 10 s gave
-   * p99s 20-30% apart between runs of the same code.
+   * Rounds of the benchmarks with a p99 target (authenticated reads; event -> attempt latency, per replica count).
+   * More than `rounds`: a p99 is set by the few pauses (garbage collection, another process taking the core) that
+   * land in a round, and with 3 rounds p99s of the same code came out 20-30% apart between runs.
    */
   latencyRounds: number;
   eventsPerSecond: number;
