@@ -164,7 +164,6 @@ describe("deploy manifests", () => {
     const secret = named("Secret", "renderbus-secrets")!;
     expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "SECRETS_ENCRYPTION_KEY"]);
     const config = named("ConfigMap", "renderbus-config")!;
-    expect(config.data.NATS_STREAM_REPLICAS).toBe("3");
     expect(config.data.NATS_REPLICAS).toBe("3");
     for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
   });

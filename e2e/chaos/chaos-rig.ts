@@ -72,7 +72,6 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
       MODE: "test",
       LOG_LEVEL: "warn",
       NATS_REPLICAS: options.cluster ? "3" : "1",
-      NATS_STREAM_REPLICAS: options.cluster ? "3" : "1",
       WEBHOOK_RETRY_SCHEDULE_MS: options.retryScheduleMs ?? "1000,5000,70000",
       WEBHOOK_TIMEOUT_MS: "3000",
       // A killed worker's job goes to the restarted one after this (the default is a minute).
