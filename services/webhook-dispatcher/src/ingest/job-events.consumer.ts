@@ -4,7 +4,7 @@ import type { jobEvents } from "@renderbus/contracts";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
-import { insertDeliveries, insertDeliveriesOfEvents, insertDelivery, type NewDelivery } from "../deliveries/delivery.repository.js";
+import { insertDeliveries, insertDeliveriesOfEvents, insertDelivery, type InsertedDeliveries, type NewDelivery } from "../deliveries/delivery.repository.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -121,16 +121,15 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
   if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
     const deliveries = events.flatMap((event) => deliveryOf(event) ?? []);
     const slots = sender.reserve(deliveries.length);
-    let inserted;
+    let inserted: InsertedDeliveries = { created: new Set(), leased: [] };
     try {
       const now = Date.now();
       const { token, ms, orgMaxInFlight } = sender.lease;
       inserted = await insertDeliveriesOfEvents(db, deliveries, { now, lease: { token, until: now + ms, limit: slots, orgMaxInFlight } });
-    } catch (error) {
-      sender.launch([], slots);
-      throw error;
+    } finally {
+      // The slots the insert did not lease (all of them when it failed) go back to the claims.
+      sender.launch(inserted.leased, slots);
     }
-    sender.launch(inserted.leased, slots);
     const leased = new Set(inserted.leased.map((row) => row.source_event_id));
     return events.map((event) => inserted.created.has(event.eventId) && !leased.has(event.eventId));
   }
