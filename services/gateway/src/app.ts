@@ -40,11 +40,16 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     onConstructorPoisoning: "remove",
     // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the SPEC error body too.
     frameworkErrors: (error, request, reply) => sendError(error, request, reply, deps.logger),
+    // `request.ip` is the socket peer unless the peer is a proxy the operator declared (TRUSTED_PROXIES).
+    trustProxy: deps.config.TRUSTED_PROXIES.length > 0 ? deps.config.TRUSTED_PROXIES : false,
   }) as unknown as FastifyInstance;
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-Id", request.id);
     reply.header("X-Content-Type-Options", "nosniff");
+    // Only origin-form targets (`/path`): the router strips `scheme://host` from absolute-form ones, which would let
+    // a raw request line smuggle another host past routing (SECURITY-AUDIT finding 1).
+    if (!isOriginForm(request.raw.url)) throw new AppError("VALIDATION_ERROR", "Request target must be a path starting with /");
   });
   app.addHook("onResponse", async (request, reply) => {
     deps.logger.info(
@@ -75,6 +80,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerMcpRoutes(app, deps, apiRoutes);
   await registerDashboard(app, deps);
   return app;
+}
+
+function isOriginForm(target: string | undefined): boolean {
+  return target !== undefined && target.startsWith("/") && !target.startsWith("//");
 }
 
 function registerRoute(

@@ -9,6 +9,14 @@ export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default("127.0.0.1"),
   /** The URL users reach the gateway at: download links, cookie security (https => Secure) and CSRF origin. */
   PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
+  /**
+   * Proxies in front of the gateway whose `X-Forwarded-For` is believed (comma-separated IPs or CIDRs). Empty by
+   * default: the client IP is the socket peer and a client's own `X-Forwarded-For` is ignored.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part.length > 0)),
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
   JOBS_GRPC_ADDRESS: z.string().default("127.0.0.1:50052"),
   WEBHOOKS_GRPC_ADDRESS: z.string().default("127.0.0.1:50053"),
