@@ -37,6 +37,15 @@ export const gatewayConfigSchema = z.object({
   JOB_CACHE_TTL_MS: z.coerce.number().int().min(0).default(2_000),
   /** Per-user request budget for the dashboard (session cookie), separate from the plan's API limit. */
   SESSION_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  /**
+   * How often an open SSE stream re-resolves its credential (API key, session) through the auth service; a revoked
+   * key, a signed-out session or a removed member ends the stream within this time (revocation events end it at once).
+   */
+  SSE_RECHECK_MS: z.coerce.number().int().min(50).default(10_000),
+  /** The longest an SSE stream stays open; then it ends and the client reconnects (and is authenticated afresh). */
+  SSE_MAX_LIFETIME_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  /** Open SSE streams (job events and webhook events together) per org across all replicas (Redis); 429 beyond. */
+  SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
   PLANS_JSON: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
 });

@@ -18,6 +18,13 @@ export class JobEventHub {
     });
   }
 
+  /** Listeners registered right now (one per open job stream); `/metrics` shows it so a leak is visible. */
+  get watcherCount(): number {
+    let count = 0;
+    for (const set of this.listeners.values()) count += set.size;
+    return count;
+  }
+
   watch(jobId: string, listener: Listener): () => void {
     const set = this.listeners.get(jobId) ?? new Set();
     set.add(listener);

@@ -2,10 +2,10 @@ import type { FastifyInstance } from "fastify";
 import type { jobEvents, webhooks } from "@renderbus/contracts";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "@renderbus/webhook-payloads";
 import { planLimit } from "@renderbus/errors";
+import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
-import { authenticate } from "../auth/authenticate.js";
-
-const HEARTBEAT_MS = 15_000;
+import { serveEventStream } from "./event-stream.js";
+import { openStreamsOf } from "./open-streams.js";
 
 /** One webhook as `renderbus webhooks listen` receives it: `body` is the exact JSON text a delivery would POST. */
 export interface StreamedWebhook {
@@ -24,48 +24,47 @@ export interface StreamedWebhook {
  * The gateway has no access to the dispatcher's delivery rows, so it builds the payloads from the same events the
  * dispatcher consumes (job events, batch completions, test deliveries) with the same builders
  * (@renderbus/webhook-payloads), which makes the bytes equal to what the dispatcher signs. Each open stream holds its own core NATS
- * subscriptions: this is a developer tool with few concurrent listeners, unlike job SSE (see JobEventHub).
+ * subscriptions: this is a developer tool with few concurrent listeners, unlike job SSE (see JobEventHub), and each
+ * org may hold at most `SSE_MAX_STREAMS_PER_ORG` streams. The stream ends when its credential is revoked or its plan
+ * loses webhooks (see {@link serveEventStream}).
  */
 export function registerWebhookEventStream(app: FastifyInstance, deps: GatewayDeps): void {
-  app.get("/webhooks/events/stream", async (request, reply) => {
-    const auth = await authenticate(request, reply, deps);
+  const streams = openStreamsOf(app, deps);
+  // Checked when the stream opens and again on every credential recheck: a downgrade ends an open stream.
+  const assertPlanHasWebhooks = (auth: AuthContext) => {
     const plan = deps.plans[auth.plan as keyof typeof deps.plans];
     if (!plan?.webhooks) throw planLimit(`Webhooks are not included in the ${auth.plan} plan`);
-
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      ...Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)])),
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-cache, no-transform",
-      Connection: "keep-alive",
-      "X-Accel-Buffering": "no",
+  };
+  app.get("/webhooks/events/stream", async (request, reply) => {
+    await serveEventStream(streams, request, reply, {
+      kind: "webhook",
+      prepare: assertPlanHasWebhooks,
+      revalidate: assertPlanHasWebhooks,
+      start: async (stream) => {
+        const orgId = stream.orgId;
+        const send = (webhook: StreamedWebhook | undefined) => {
+          if (webhook) stream.send("webhook", webhook, webhook.id);
+        };
+        stream.hold(
+          deps.bus.listen<{ orgId?: string }>("jobs.events.job.*", (data, subject) => {
+            if (data?.orgId === orgId) send(webhookForJobEvent(subject, data));
+          }),
+        );
+        stream.hold(
+          deps.bus.listen<webhooks.BatchCompleted>("webhooks.events.batch.completed", (data) => {
+            if (data?.orgId === orgId) send(batchCompletedWebhook(data));
+          }),
+        );
+        stream.hold(
+          deps.bus.listen<webhooks.DeliveryUpdated>("webhooks.events.delivery.updated", (data) => {
+            if (data?.orgId === orgId) send(testWebhook(data));
+          }),
+        );
+        // Tells the client the subscriptions are registered with the server: events after this line are not missed.
+        await deps.bus.nc.flush().catch((error: unknown) => deps.logger.warn({ err: error }, "webhook event stream flush failed"));
+        stream.send("ready", { orgId });
+      },
     });
-    const send = (webhook: StreamedWebhook | undefined) => {
-      if (!webhook || raw.writableEnded) return;
-      raw.write(`event: webhook\nid: ${webhook.id}\ndata: ${JSON.stringify(webhook)}\n\n`);
-    };
-    const stops = [
-      deps.bus.listen<{ orgId?: string }>("jobs.events.job.*", (data, subject) => {
-        if (data?.orgId === auth.orgId) send(webhookForJobEvent(subject, data));
-      }),
-      deps.bus.listen<webhooks.BatchCompleted>("webhooks.events.batch.completed", (data) => {
-        if (data?.orgId === auth.orgId) send(batchCompletedWebhook(data));
-      }),
-      deps.bus.listen<webhooks.DeliveryUpdated>("webhooks.events.delivery.updated", (data) => {
-        if (data?.orgId === auth.orgId) send(testWebhook(data));
-      }),
-    ];
-    const heartbeat = setInterval(() => raw.write(": keep-alive\n\n"), HEARTBEAT_MS);
-    request.raw.on("close", () => {
-      for (const stop of stops) stop();
-      clearInterval(heartbeat);
-      raw.end();
-    });
-    // Tells the client the subscriptions are registered with the server: events after this line are not missed.
-    await deps.bus.nc.flush().catch((error: unknown) => deps.logger.warn({ err: error }, "webhook event stream flush failed"));
-    if (raw.writableEnded) return;
-    raw.write(`event: ready\ndata: ${JSON.stringify({ orgId: auth.orgId })}\n\n`);
   });
 }
 
