@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Gateway configuration: parsed once from the environment in main.ts. */
 export const gatewayConfigSchema = z.object({
@@ -22,6 +23,19 @@ export const gatewayConfigSchema = z.object({
   WEBHOOKS_GRPC_ADDRESS: z.string().default("127.0.0.1:50053"),
   /** The auth service's HTTP server for Better Auth (`/auth/*` is proxied there). */
   AUTH_HTTP_URL: env.url(["http", "https"]).default("http://127.0.0.1:50061"),
+  /** How long the `/auth/*` proxy waits for the auth service's whole answer; past it the client gets 503. */
+  AUTH_PROXY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /**
+   * Abuse limits on `/auth/*`, counted in Redis across replicas: at most N attempts in any rolling window of
+   * AUTH_LIMIT_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After. Sign-in counts per account (successful
+   * sign-ins are given back) and per client IP; sign-up, OAuth client registration and password reset per client IP.
+   */
+  AUTH_LIMIT_WINDOW_SECONDS: z.coerce.number().int().positive().default(900),
+  AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: z.coerce.number().int().positive().default(5),
+  AUTH_SIGN_IN_PER_IP_LIMIT: z.coerce.number().int().positive().default(50),
+  AUTH_SIGN_UP_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
+  AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
+  AUTH_PASSWORD_RESET_PER_IP_LIMIT: z.coerce.number().int().positive().default(5),
   NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z.string().default(""),
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
@@ -48,6 +62,8 @@ export const gatewayConfigSchema = z.object({
   SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
   PLANS_JSON: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
