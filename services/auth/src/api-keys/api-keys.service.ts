@@ -4,7 +4,8 @@ import type { auth } from "@renderbus/contracts";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
 import type { AuthStore } from "../store.js";
-import { enqueueApiKeyRevoked } from "../events/auth-events.js";
+import { enqueueApiKeyRevoked, enqueueOrgUpdated } from "../events/auth-events.js";
+import { effectiveRole } from "../orgs/orgs.service.js";
 import { generateApiKey, hashApiKey, isWellFormedApiKey, keyStart, validKeyName } from "./api-key.js";
 
 type ApiKeyRow = AuthTables["api_keys"];
@@ -89,19 +90,53 @@ export class LastUsedRecorder {
 }
 
 /**
- * Resolves a bearer key to its auth context (userId = the key's creator). Keys act with the admin role: they are
- * org credentials that only owners and admins can create. @throws AppError UNAUTHORIZED when the key is malformed,
- * unknown or revoked.
+ * Resolves a bearer key to its auth context (userId = the key's creator). A key acts with its creator's current role
+ * in the key's org, read from Better Auth's `member` table on every resolution: a demoted admin's keys act as a
+ * member from then on, and a creator who is no longer a member of the org (removed, or left) makes the key refused.
+ * @throws AppError UNAUTHORIZED when the key is malformed, unknown or revoked, or its creator is not a member.
  */
 export async function resolveApiKey(store: AuthStore, key: string, lastUsed?: LastUsedRecorder): Promise<auth.AuthContext> {
   if (!isWellFormedApiKey(key)) throw unauthorized();
   const row = await store.db
     .selectFrom("api_keys")
     .innerJoin("orgs", "orgs.id", "api_keys.org_id")
-    .select(["api_keys.id", "api_keys.org_id", "api_keys.created_by", "api_keys.revoked_at", "api_keys.last_used_at", "orgs.plan"])
+    .innerJoin("member", (join) => join.onRef("member.organizationId", "=", "api_keys.org_id").onRef("member.userId", "=", "api_keys.created_by"))
+    .select(["api_keys.id", "api_keys.org_id", "api_keys.created_by", "api_keys.revoked_at", "api_keys.last_used_at", "orgs.plan", "member.role"])
     .where("api_keys.key_hash", "=", hashApiKey(key))
     .executeTakeFirst();
   if (!row || row.revoked_at !== null) throw unauthorized();
   lastUsed?.record(row.id, row.last_used_at);
-  return { userId: row.created_by, orgId: row.org_id, plan: row.plan, apiKeyId: row.id, credential: "api_key", role: "admin" };
+  return { userId: row.created_by, orgId: row.org_id, plan: row.plan, apiKeyId: row.id, credential: "api_key", role: effectiveRole(row.role) };
+}
+
+/**
+ * Revokes every live key `userId` created in `orgId`, announcing each (`auth.events.api_key.revoked`) so gateways
+ * refuse them at once; run when the member is removed or leaves. Resolution already refuses a non-member's keys,
+ * this makes it visible in the key list and survives the person being invited back. Returns how many were revoked.
+ */
+export async function revokeKeysOfMember(store: AuthStore, orgId: string, userId: string): Promise<number> {
+  return store.db.transaction().execute(async (trx) => {
+    const revokedAt = Date.now();
+    const rows = await trx
+      .updateTable("api_keys")
+      .set({ revoked_at: revokedAt })
+      .where("org_id", "=", orgId)
+      .where("created_by", "=", userId)
+      .where("revoked_at", "is", null)
+      .returning(["id", "key_hash"])
+      .execute();
+    for (const row of rows) await enqueueApiKeyRevoked(trx, { orgId, apiKeyId: row.id, keyHash: row.key_hash, occurredAt: revokedAt });
+    return rows.length;
+  });
+}
+
+/**
+ * Announces that a member's role in `orgId` changed (`auth.events.org.updated`, through the outbox), so gateways
+ * drop the org's cached key resolutions and the creator's keys act with the new role at once.
+ */
+export async function announceMembershipChanged(store: AuthStore, orgId: string): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    const org = await trx.selectFrom("orgs").select("plan").where("id", "=", orgId).executeTakeFirst();
+    if (org) await enqueueOrgUpdated(trx, { orgId, plan: org.plan, occurredAt: Date.now() });
+  });
 }

@@ -10,6 +10,7 @@ import type { AuthStore } from "../store.js";
 import { AUTH_SCHEMA } from "../database.js";
 import { afterOrganizationCreated, createOrg, membershipOf, type OrganizationApi } from "../orgs/orgs.service.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
+import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
 
 /** The dashboard session cookie (SPEC: exactly this name). */
 export const SESSION_COOKIE = "rb_session";
@@ -87,11 +88,12 @@ export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?:
         // invitee accepts while signed in with the invited address. Invitation ids are random UUIDs (122 bits).
         requireEmailVerificationOnInvitation: false,
         invitationExpiresIn: 7 * 24 * 60 * 60,
-        organizationHooks: { afterCreateOrganization: afterOrganizationCreated(store) },
+        // A removed (or leaving) member's API keys stop working; a role change reaches cached keys at once.
+        organizationHooks: { afterCreateOrganization: afterOrganizationCreated(store), ...memberKeyHooks(store) },
       }),
       renderbusOAuthProvider(config, store),
     ],
-    hooks: { before: registerLoopbackClientsAsNative },
+    hooks: { before: registerLoopbackClientsAsNative, after: revokeKeysOfLeavingMember(store) },
   } satisfies BetterAuthOptions;
 }
 
