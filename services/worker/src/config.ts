@@ -25,6 +25,12 @@ export const workerConfigSchema = z.object({
   OUTPUT_RETENTION_DAYS: z.coerce.number().positive().default(7),
   /** Whole-download deadline per input. */
   INPUT_FETCH_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Input download: TCP connect plus TLS handshake (a server that accepts and never answers). */
+  INPUT_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** Input download: from connected to the end of the response headers. */
+  INPUT_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Input download: the longest silence between two pieces of the body (our own disk backpressure excluded). */
+  INPUT_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** A job message not acked nor heartbeated for this long goes to another worker (a crashed worker's job). */
   WORKER_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(60_000),
   /** Name reported with StartJob; defaults to host and pid. */

@@ -46,7 +46,12 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents]);
   const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS);
   const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS);
-  const inputAgent = createInputAgent({ allowPrivateAddresses: config.MODE !== "production", connectTimeoutMs: 10_000 });
+  const inputAgent = createInputAgent({
+    allowPrivateAddresses: config.MODE !== "production",
+    connectTimeoutMs: config.INPUT_CONNECT_TIMEOUT_MS,
+    headersTimeoutMs: config.INPUT_HEADERS_TIMEOUT_MS,
+    bodyIdleTimeoutMs: config.INPUT_BODY_IDLE_TIMEOUT_MS,
+  });
   const deps: JobRunnerDeps = {
     jobs: jobsClient,
     billing: billingClient,

@@ -1,6 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { isIP } from "node:net";
-import { Agent, buildConnector } from "undici";
+import http from "node:http";
+import https from "node:https";
+import { isIP, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { isForbiddenAddress } from "./address-policy.js";
 
 /** Raised when an input URL resolves to an address the SSRF guard refuses. */
@@ -12,6 +14,9 @@ export class ForbiddenAddressError extends Error {
   }
 }
 
+/** Whether an IP address must not be connected to. */
+export type AddressPolicy = (address: string) => boolean;
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
@@ -19,35 +24,106 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  * the socket is about to use, so a DNS answer that changes between a check and the connect (rebinding) cannot
  * slip through.
  */
-function guardedLookup(hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const list = addresses as LookupAddress[];
-    if (list.length === 0 || list.some((entry) => isForbiddenAddress(entry.address))) {
-      return callback(new ForbiddenAddressError(hostname), []);
-    }
-    if (options.all) return callback(null, list);
-    const first = list[0]!;
-    callback(null, first.address, first.family);
-  });
+function guardedLookup(forbids: AddressPolicy) {
+  return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const list = addresses as LookupAddress[];
+      if (list.length === 0 || list.some((entry) => forbids(entry.address))) {
+        return callback(new ForbiddenAddressError(hostname), []);
+      }
+      if (options.all) return callback(null, list);
+      const first = list[0]!;
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+type ConnectCallback = (error: Error | null, socket: Duplex) => void;
+
+/**
+ * net.connect skips `lookup` for IP literals, so those are checked before the connection is made. Handing the
+ * error to the agent's callback makes it an `error` event on the request, like any connection failure.
+ */
+function refusesLiteral(forbids: AddressPolicy, options: http.ClientRequestArgs, callback: ConnectCallback): boolean {
+  const host = String(options.host ?? options.hostname ?? "").replace(/^\[|\]$/g, "");
+  if (isIP(host) === 0 || !forbids(host)) return false;
+  process.nextTick(callback, new ForbiddenAddressError(host));
+  return true;
+}
+
+class GuardedHttpAgent extends http.Agent {
+  constructor(
+    private readonly forbids: AddressPolicy,
+    options: http.AgentOptions,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: http.ClientRequestArgs, callback: ConnectCallback): Socket | undefined {
+    if (refusesLiteral(this.forbids, options, callback)) return undefined;
+    return super.createConnection(options, callback) as Socket;
+  }
+}
+
+class GuardedHttpsAgent extends https.Agent {
+  constructor(
+    private readonly forbids: AddressPolicy,
+    options: https.AgentOptions,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: http.ClientRequestArgs, callback: ConnectCallback): Socket | undefined {
+    if (refusesLiteral(this.forbids, options, callback)) return undefined;
+    return super.createConnection(options, callback) as Socket;
+  }
+}
+
+/** Deadlines of one input download besides the whole-download one (which the caller gives per download). */
+export interface InputTimeouts {
+  /** TCP connect, plus the TLS handshake for https: a server that accepts and never answers stops here. */
+  connectTimeoutMs: number;
+  /** From connected to the end of the response headers. */
+  headersTimeoutMs: number;
+  /** The longest silence between two pieces of the body. */
+  bodyIdleTimeoutMs: number;
 }
 
 /**
- * An undici Agent for fetching inputs. With `allowPrivateAddresses` false (production) it refuses loopback, private,
- * link-local and metadata addresses, for IP literals in the URL and for every DNS answer at connect time.
+ * How input downloads connect: Node's core http/https agents, one connection per request (no pool, so nothing stays
+ * open after a download), and with `allowPrivateAddresses` false (production) an SSRF guard that refuses loopback,
+ * private, link-local and metadata addresses, for IP literals in the URL and for every DNS answer at connect time,
+ * on every redirect hop.
  */
-export function createInputAgent({ allowPrivateAddresses, connectTimeoutMs }: { allowPrivateAddresses: boolean; connectTimeoutMs: number }): Agent {
-  if (allowPrivateAddresses) return new Agent({ connect: { timeout: connectTimeoutMs } });
-  const connector = buildConnector({ timeout: connectTimeoutMs, lookup: guardedLookup } as buildConnector.BuildOptions);
-  return new Agent({
-    connect(options, callback) {
-      // net.connect skips `lookup` for IP literals, so those are checked here.
-      const host = options.hostname.replace(/^\[|\]$/g, "");
-      if (isIP(host) !== 0 && isForbiddenAddress(host)) {
-        callback(new ForbiddenAddressError(host), null);
-        return;
-      }
-      connector(options, callback);
+export interface InputAgent extends InputTimeouts {
+  readonly allowPrivateAddresses: boolean;
+  agentFor(protocol: "http:" | "https:"): http.Agent;
+  /** Destroys any socket still open (none should be: downloads close their connection). */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_INPUT_TIMEOUTS: InputTimeouts = { connectTimeoutMs: 10_000, headersTimeoutMs: 30_000, bodyIdleTimeoutMs: 30_000 };
+
+/**
+ * @param options.addressPolicy replaces {@link isForbiddenAddress} (tests exempt their own server's address so that a
+ *   redirect from it to a forbidden one can be shown refused).
+ */
+export function createInputAgent(options: { allowPrivateAddresses: boolean; addressPolicy?: AddressPolicy } & Partial<InputTimeouts>): InputAgent {
+  const { allowPrivateAddresses } = options;
+  const forbids = options.addressPolicy ?? isForbiddenAddress;
+  const agentOptions: http.AgentOptions = { keepAlive: false, ...(allowPrivateAddresses ? {} : { lookup: guardedLookup(forbids) as never }) };
+  const httpAgent = allowPrivateAddresses ? new http.Agent(agentOptions) : new GuardedHttpAgent(forbids, agentOptions);
+  const httpsAgent = allowPrivateAddresses ? new https.Agent(agentOptions) : new GuardedHttpsAgent(forbids, agentOptions);
+  return {
+    allowPrivateAddresses,
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_INPUT_TIMEOUTS.connectTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_INPUT_TIMEOUTS.headersTimeoutMs,
+    bodyIdleTimeoutMs: options.bodyIdleTimeoutMs ?? DEFAULT_INPUT_TIMEOUTS.bodyIdleTimeoutMs,
+    agentFor: (protocol) => (protocol === "https:" ? httpsAgent : httpAgent),
+    async close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
     },
-  });
+  };
 }

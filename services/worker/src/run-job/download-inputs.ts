@@ -1,6 +1,6 @@
 import path from "node:path";
-import type { Dispatcher } from "undici";
 import { fetchInput } from "../fetch-input/fetch-input.js";
+import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { inputError } from "../job-failure.js";
 import { NotMediaError, probeMedia, type MediaProbe } from "../media/probe.js";
 
@@ -25,7 +25,7 @@ export async function downloadInputs(options: {
   workDir: string;
   maxBytes: number;
   timeoutMs: number;
-  agent: Dispatcher;
+  agent: InputAgent;
   signal: AbortSignal;
 }): Promise<{ inputs: Record<string, string>; probes: Record<string, MediaProbe> }> {
   const inputs: Record<string, string> = {};

@@ -1,13 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { Dispatcher } from "undici";
 import type { auth, jobEvents, jobs } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { isJobTypeName, JOB_TYPES, priceOf, type JobTypeName } from "@renderbus/job-types";
 import type { PromiseClient } from "@renderbus/rpc";
 import { signOutputUrl, type OutputStore } from "@renderbus/storage";
 import type { Logger } from "@renderbus/telemetry";
+import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobCancelledError, JobFailure, providerError } from "../job-failure.js";
 import { downloadInputs } from "./download-inputs.js";
 import { estimateOutput } from "./estimate-output.js";
@@ -19,8 +19,8 @@ export interface JobRunnerDeps {
   jobs: PromiseClient<jobs.JobsClient>;
   billing: PromiseClient<auth.BillingClient>;
   outputs: OutputStore;
-  /** undici dispatcher for input downloads (the SSRF-guarded one in production). */
-  inputAgent: Dispatcher;
+  /** How input downloads connect (the SSRF-guarded agent in production) and their per-phase deadlines. */
+  inputAgent: InputAgent;
   logger: Logger;
   workerId: string;
   publicUrl: string;
