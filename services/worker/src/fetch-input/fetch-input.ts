@@ -34,7 +34,7 @@ function formatBytes(bytes: number): string {
   return `${bytes} bytes`;
 }
 
-const seconds = (ms: number) => `${Math.max(1, Math.round(ms / 1000))} s`;
+const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
 
 class TooLargeError extends Error {}
 
