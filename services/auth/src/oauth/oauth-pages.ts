@@ -52,7 +52,7 @@ async function submitSignIn(request: IncomingMessage, response: ServerResponse, 
   const body = signUp
     ? { email, password: form.get("password") ?? "", name: form.get("name") || email.split("@")[0] || "Renderbus user", oauth_query: oauthQuery }
     : { email, password: form.get("password") ?? "", oauth_query: oauthQuery };
-  const result = await callBetterAuth(deps, signUp ? "/sign-up/email" : "/sign-in/email", body, request.headers.cookie);
+  const result = await callBetterAuth(deps, signUp ? "/sign-up/email" : "/sign-in/email", body, request);
   const location = redirectOf(result.json);
   if (!result.ok || !location) {
     const message = signUp ? "Could not create the account (is the email already registered, the password 8+ characters?)" : "Invalid email or password";
@@ -69,17 +69,51 @@ async function showConsent(request: IncomingMessage, response: ServerResponse, u
     return;
   }
   const clientId = url.searchParams.get("client_id") ?? "";
-  const { rows } = await deps.store.pool.query<{ name: string | null }>(`select name from "oauthClient" where "clientId" = $1`, [clientId]);
+  const { rows } = await deps.store.pool.query<{ name: string | null; redirectUris: unknown }>(`select name, "redirectUris" from "oauthClient" where "clientId" = $1`, [clientId]);
   const clientName = rows[0]?.name || clientId;
+  const redirectTargets = redirectTargetsOf(url.searchParams.get("redirect_uri"), redirectUrisOf(rows[0]?.redirectUris));
   const membership = await membershipOf(deps.store, session.user.id, session.session.activeOrganizationId);
   const org = membership ? await deps.store.db.selectFrom("organization").select(["name"]).where("id", "=", membership.orgId).executeTakeFirst() : undefined;
   const scopes = (url.searchParams.get("scope") ?? "").split(" ").filter(Boolean);
-  sendHtml(response, 200, consentPage({ clientName, email: session.user.email, orgName: org?.name ?? "your organization", scopes, oauthQuery: url.search.slice(1) }));
+  sendHtml(response, 200, consentPage({ clientName, redirectTargets, email: session.user.email, orgName: org?.name ?? "your organization", scopes, oauthQuery: url.search.slice(1) }));
+}
+
+/** The client's registered redirect URIs (stored as a JSON array in text, or as an array). */
+function redirectUrisOf(stored: unknown): string[] {
+  let value = stored;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      value = [value];
+    }
+  }
+  return Array.isArray(value) ? value.filter((uri): uri is string => typeof uri === "string") : [];
+}
+
+/**
+ * Where the authorization code will be sent, as the user should judge it: the host of the redirect URI. The one in
+ * the request is shown only if it is one the client registered (Better Auth refuses any other, and the query on this
+ * page's URL is not trusted until Better Auth checks its signature); otherwise every registered one is.
+ */
+function redirectTargetsOf(requested: string | null, registered: string[]): string[] {
+  const uris = requested !== null && registered.includes(requested) ? [requested] : registered;
+  return [...new Set(uris.map(redirectTargetOf))];
+}
+
+function redirectTargetOf(uri: string): string {
+  try {
+    const url = new URL(uri);
+    if (url.protocol === "http:" || url.protocol === "https:") return url.host;
+    return url.host ? `${url.protocol}//${url.host}` : url.protocol;
+  } catch {
+    return uri;
+  }
 }
 
 async function submitConsent(request: IncomingMessage, response: ServerResponse, deps: { betterAuth: RenderbusAuth; config: AuthConfig }) {
   const form = await readForm(request);
-  const result = await callBetterAuth(deps, "/oauth2/consent", { accept: form.get("decision") === "allow", oauth_query: form.get("oauth_query") ?? "" }, request.headers.cookie);
+  const result = await callBetterAuth(deps, "/oauth2/consent", { accept: form.get("decision") === "allow", oauth_query: form.get("oauth_query") ?? "" }, request);
   const location = redirectOf(result.json);
   if (!result.ok || !location) {
     sendHtml(response, 400, page("Authorization failed", "<p>This authorization request is invalid or has expired. Start again from your agent.</p>"));
@@ -88,11 +122,18 @@ async function submitConsent(request: IncomingMessage, response: ServerResponse,
   response.writeHead(303, { location, "cache-control": "no-store" }).end();
 }
 
-/** Calls a Better Auth endpoint in-process, as a same-origin JSON request (its CSRF check sees our own origin). */
-async function callBetterAuth(deps: { betterAuth: RenderbusAuth; config: AuthConfig }, path: string, body: unknown, cookie: string | undefined) {
+/**
+ * Calls a Better Auth endpoint in-process, as a same-origin JSON request (its CSRF check sees our own origin). The
+ * client IP the gateway stated travels along, so Better Auth's own limiter counts the page's sign-ins per client
+ * rather than in one bucket for everyone; the gateway counts them per account and per IP before they get here.
+ */
+async function callBetterAuth(deps: { betterAuth: RenderbusAuth; config: AuthConfig }, path: string, body: unknown, request: IncomingMessage) {
   const origin = new URL(deps.config.PUBLIC_URL).origin;
   const headers = new Headers({ "content-type": "application/json", accept: "application/json", origin });
+  const { cookie } = request.headers;
   if (cookie) headers.set("cookie", cookie);
+  const forwardedFor = request.headers["x-forwarded-for"];
+  if (typeof forwardedFor === "string") headers.set("x-forwarded-for", forwardedFor);
   const response = await deps.betterAuth.handler(
     new Request(new URL(`${AUTH_BASE_PATH}${path}`, deps.config.PUBLIC_URL), { method: "POST", headers, body: JSON.stringify(body) }),
   );
@@ -149,7 +190,8 @@ main{background:#fff;border-radius:12px;box-shadow:0 1px 4px #0002;padding:32px;
 h1{font-size:1.3rem;margin-top:0}label{display:block;margin:12px 0 4px;font-size:.9rem}
 input[type=email],input[type=password],input[type=text]{width:100%;box-sizing:border-box;padding:8px;border:1px solid #ccd;border-radius:6px}
 button{margin-top:16px;padding:9px 16px;border-radius:6px;border:0;background:#3056d3;color:#fff;font-size:1rem;cursor:pointer}
-button.secondary{background:#e4e6eb;color:#222;margin-left:8px}.error{color:#b00020}ul{padding-left:20px}</style></head>
+button.secondary{background:#e4e6eb;color:#222;margin-left:8px}.error{color:#b00020}
+.warning{background:#fff4e5;border-left:4px solid #e8a317;padding:8px 12px}ul{padding-left:20px}</style></head>
 <body><main>${body}</main></body></html>`;
 }
 
@@ -168,11 +210,20 @@ ${error ? `<p class="error">${escapeHtml(error)}</p>` : ""}
   );
 }
 
-function consentPage(view: { clientName: string; email: string; orgName: string; scopes: string[]; oauthQuery: string }): string {
+/**
+ * Every client registered itself (RFC 7591 dynamic registration, open to anyone, since MCP agents must): its name is
+ * whatever it chose, "Claude Desktop" included (SECURITY-AUDIT finding 22). So the page says the client is
+ * unverified, and shows the host the authorization goes to, which the name cannot fake.
+ */
+function consentPage(view: { clientName: string; redirectTargets: string[]; email: string; orgName: string; scopes: string[]; oauthQuery: string }): string {
   const scopes = view.scopes.map((scope) => `<li>${escapeHtml(SCOPE_TEXT[scope] ?? scope)}</li>`).join("");
+  const targets = view.redirectTargets.map((target) => `<strong class="redirect-host">${escapeHtml(target)}</strong>`).join(", ") || "<strong>an unknown address</strong>";
   return page(
     "Authorize",
     `<h1>Authorize ${escapeHtml(view.clientName)}</h1>
+<p class="warning"><strong>Unverified application.</strong> &ldquo;${escapeHtml(view.clientName)}&rdquo; registered itself and chose
+that name; Renderbus has not checked who runs it. Continue only if you just started this from an agent you trust.</p>
+<p>If you allow, access is handed to ${targets}.</p>
 <p><strong>${escapeHtml(view.clientName)}</strong> wants to use the Renderbus API (MCP tools) for
 <strong>${escapeHtml(view.orgName)}</strong>, signed in as ${escapeHtml(view.email)}: submit and cancel jobs, read results,
 manage API keys and webhooks, and spend the organization's credits.</p>

@@ -19,6 +19,19 @@ export const SESSION_SECONDS = 30 * 24 * 60 * 60;
 /** Better Auth's routes are served under this path, by the auth service and through the gateway alike. */
 export const AUTH_BASE_PATH = "/auth";
 
+/**
+ * Better Auth's own limits per client IP and path (`window` in seconds), replacing its defaults of 3 sign-ins or
+ * sign-ups per 10 s, which a dashboard user retrying a typo could meet before the gateway's friendlier limit.
+ */
+export const BETTER_AUTH_RATE_LIMITS = {
+  "/sign-in/*": { window: 60, max: 60 },
+  "/sign-up/*": { window: 60, max: 60 },
+  "/oauth2/register": { window: 60, max: 30 },
+  "/request-password-reset": { window: 60, max: 10 },
+  "/forget-password/*": { window: 60, max: 10 },
+  "/change-password": { window: 60, max: 10 },
+};
+
 /** How many organizations one user may belong to (each user-created org starts on `free` with its credits). */
 export const ORGANIZATIONS_PER_USER = 10;
 
@@ -38,7 +51,19 @@ export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?:
     trustedOrigins: [new URL(config.PUBLIC_URL).origin],
     emailAndPassword: { enabled: true, autoSignIn: true, minPasswordLength: 8, maxPasswordLength: 128 },
     session: { expiresIn: SESSION_SECONDS, updateAge: 24 * 60 * 60 },
+    rateLimit: {
+      // Better Auth turns its limiter on only when NODE_ENV=production, which no deployment sets: on, everywhere.
+      // Counts live in the database, so every auth replica shares them. Keyed by client IP only, this is the
+      // backstop behind the gateway's limits (services/gateway/src/auth/auth-abuse-limits.ts: per account and per
+      // IP, with the SPEC 429 body), so it is set looser than those and a client behind the gateway meets them first.
+      enabled: true,
+      storage: "database",
+      customRules: BETTER_AUTH_RATE_LIMITS,
+    },
     advanced: {
+      // The client IP is the one the gateway states: it overwrites X-Forwarded-For with `request.ip` (the socket peer
+      // unless a proxy in TRUSTED_PROXIES forwarded it). A list of several addresses is not believed.
+      ipAddress: { ipAddressHeaders: ["x-forwarded-for"] },
       // Secure cookies would rename the cookie to `__Secure-rb_session`; the name is part of the contract, so the
       // Secure attribute is set explicitly instead, from the public URL's scheme.
       useSecureCookies: false,
