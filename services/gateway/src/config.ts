@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Gateway configuration: parsed once from the environment in main.ts. */
 export const gatewayConfigSchema = z.object({
@@ -61,6 +62,8 @@ export const gatewayConfigSchema = z.object({
   SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
   PLANS_JSON: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { auth, jobs, webhooks } from "@renderbus/contracts";
 import { Bus } from "@renderbus/bus";
-import { createRpcClient } from "@renderbus/rpc";
+import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createMetricsRegistry, instrumentHttpServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
 import { createLocalOutputStore } from "@renderbus/storage";
@@ -26,7 +26,8 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   const bus = await Bus.connect({ url: config.NATS_URL, name: "gateway", namespace: config.NATS_NAMESPACE, logger });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
   redis.on("error", (error) => logger.warn({ err: error }, "redis error"));
-  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS);
+  const identity = serviceIdentity("gateway", config);
+  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS });
 
   // Revocations and plan changes drop cached credentials at once; the cache TTL covers a missed message.
@@ -43,9 +44,9 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     logger,
     plans: loadPlans(config.PLANS_JSON),
     auth: authClient,
-    billing: createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS),
-    jobs: createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS),
-    webhooks: createRpcClient(webhooks.WebhooksClient, config.WEBHOOKS_GRPC_ADDRESS),
+    billing: createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity),
+    jobs: createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity),
+    webhooks: createRpcClient(webhooks.WebhooksClient, config.WEBHOOKS_GRPC_ADDRESS, identity),
     bus,
     redis,
     credentials,
