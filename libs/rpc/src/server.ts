@@ -3,12 +3,16 @@ import { HealthImplementation } from "grpc-health-check";
 import { SpanKind, context as otelContext, SpanStatusCode } from "@opentelemetry/api";
 import { AppError, toAppError } from "@renderbus/errors";
 import { contextFromTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
-import { readAuthMetadata, type AuthContext } from "./auth-metadata.js";
+import type { AuthContext } from "./auth-context.js";
+import { isCallerAllowed, rpcMethodOf, type CallerRule } from "./callers.js";
 import { toServiceError } from "./errors.js";
+import { CallTokenError, type Caller, type ServiceIdentity } from "./service-tokens.js";
 
 /** What a handler sees besides its request. */
 export interface CallContext {
-  /** Auth context from metadata, when the caller sent one (the gateway always does). */
+  /** The service that made the call, proven by its token. */
+  caller: Caller;
+  /** The tenant the call acts for, from the caller's verified token (the gateway's tokens for a user or key). */
   auth: AuthContext | undefined;
   /** The auth context, or UNAUTHORIZED when absent: for handlers that act for an org. */
   requireAuth(): AuthContext;
@@ -33,8 +37,33 @@ export interface RpcServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-/** A grpc-js server with the standard health service and one error mapping for every handler. */
-export function createRpcServer(logger?: Logger): RpcServer {
+/** The metadata entry carrying the call token: `authorization: Bearer <jwt>`. */
+export const CALL_TOKEN_METADATA = "authorization";
+
+/**
+ * The verified caller of a call, or AppError: UNAUTHORIZED (gRPC UNAUTHENTICATED) without a valid token for this
+ * service (or a tenant method called by the gateway for no tenant), FORBIDDEN (PERMISSION_DENIED) when the token is
+ * valid but the method does not accept its caller.
+ */
+async function authenticate(identity: ServiceIdentity, metadata: Metadata, rule: CallerRule): Promise<Caller> {
+  const header = metadata.get(CALL_TOKEN_METADATA)[0];
+  const token = typeof header === "string" && header.startsWith("Bearer ") ? header.slice("Bearer ".length) : undefined;
+  if (!token) throw new CallTokenError("no call token");
+  const caller = await identity.verify(token);
+  if (!isCallerAllowed(rule, caller)) {
+    // The gateway's own token on a tenant method: it acts for nobody, like a request without credentials.
+    if (rule.kind === "tenant" && caller.service === "gateway") throw new AppError("UNAUTHORIZED", "Authentication is invalid or expired");
+    throw new AppError("FORBIDDEN", `${caller.service} may not call this method`);
+  }
+  return caller;
+}
+
+/**
+ * A grpc-js server with the standard health service (unauthenticated, for probes) and, on every other method, the
+ * call-token check of `identity` against the method's caller rule (callers.ts) before the handler runs, and one error
+ * mapping for every handler.
+ */
+export function createRpcServer(identity: ServiceIdentity, logger?: Logger): RpcServer {
   const server = new Server();
   const health = new HealthImplementation({ "": "NOT_SERVING" });
   health.addToServer(server);
@@ -45,6 +74,10 @@ export function createRpcServer(logger?: Logger): RpcServer {
     add(definition, implementation) {
       const handlers: Record<string, (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void> = {};
       for (const [method, spec] of Object.entries(definition)) {
+        const path = (spec as { path: string }).path;
+        const known = rpcMethodOf(path);
+        if (!known) throw new Error(`${path} has no caller rule (libs/rpc/src/callers.ts)`);
+        if (known.audience !== identity.service) throw new Error(`${path} is served by ${known.audience}, not ${identity.service}`);
         const handler = (implementation as Record<string, (request: unknown, context: CallContext) => Promise<unknown>>)[method];
         if (!handler) {
           // Like grpc-js for an unknown method: partial implementations (test stand-ins) answer UNIMPLEMENTED.
@@ -53,23 +86,31 @@ export function createRpcServer(logger?: Logger): RpcServer {
         }
         handlers[method] = (call, callback) => {
           const metadata = call.metadata;
-          const auth = readAuthMetadata(metadata);
           const traceHeaders: Record<string, string> = {};
           const traceparent = metadata.get("traceparent")[0];
           if (typeof traceparent === "string") traceHeaders.traceparent = traceparent;
-          const path = (spec as { path: string }).path;
           otelContext.with(contextFromTraceHeaders(traceHeaders), () =>
             tracer().startActiveSpan(path, { kind: SpanKind.SERVER }, (span) => {
-              const context: CallContext = {
-                auth,
-                metadata,
-                requireAuth: () => {
-                  if (!auth) throw new AppError("UNAUTHORIZED", "Authentication is invalid or expired");
-                  return auth;
-                },
-              };
-              Promise.resolve()
-                .then(() => handler.call(implementation, call.request, context))
+              authenticate(identity, metadata, known.rule)
+                .catch((error: unknown) => {
+                  // Nothing of the call runs: the handler is never reached.
+                  const reason = error instanceof Error ? error.message : String(error);
+                  logger?.warn({ method: path, reason }, "rpc call refused");
+                  throw error instanceof CallTokenError ? new AppError("UNAUTHORIZED", "The call carries no valid token for this service") : error;
+                })
+                .then((caller) => {
+                  const auth = caller.auth;
+                  const context: CallContext = {
+                    caller,
+                    auth,
+                    metadata,
+                    requireAuth: () => {
+                      if (!auth) throw new AppError("UNAUTHORIZED", "Authentication is invalid or expired");
+                      return auth;
+                    },
+                  };
+                  return handler.call(implementation, call.request, context);
+                })
                 .then(
                   (response) => callback(null, response),
                   (error: unknown) => {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
@@ -60,6 +61,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Each line a service prints, with its name. */
   onLine?: (service: ServiceName, line: string) => void;
+  /** A service process exited without this system's stop() or kill() asking it to (npm start's supervisor). */
+  onExit?: (service: ServiceName, how: string) => void;
   /** Default: {@link defaultServiceRuntime}. `bundle` needs `node scripts/build-services.mjs` run first. */
   runtime?: ServiceRuntime;
 }
@@ -71,6 +74,8 @@ export interface RunningSystem {
   env: Record<string, string>;
   /** SIGKILL one service (a crash). */
   kill(service: ServiceName): Promise<void>;
+  /** The pid of the service's current process (tsx's launcher for the `source` runtime). */
+  pid(service: ServiceName): number | undefined;
   start(service: ServiceName): Promise<void>;
   stop(): Promise<void>;
 }
@@ -103,7 +108,13 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     OUTPUT_DIR: options.outputDir,
     ...options.env,
   };
+  // Production refuses the derived development keys of internal call tokens: give the system real ones of its own.
+  if (env.MODE === "production" && !env.SERVICE_TOKEN_KEYS) {
+    env.SERVICE_TOKEN_KEYS = SERVICES.map((service) => `${service}:test:${randomBytes(32).toString("base64url")}`).join(",");
+  }
   const children = new Map<ServiceName, ChildProcess>();
+  /** Processes stop() or kill() ended: their exit is not reported to onExit. */
+  const asked = new WeakSet<ChildProcess>();
   const runtime = options.runtime ?? defaultServiceRuntime();
   // Only tsx puts a launcher between us and the service; a bundle's process is the service itself.
   const kill = (child: ChildProcess, signal: NodeJS.Signals) => (runtime === "source" ? killTree(child, signal) : child.kill(signal));
@@ -119,6 +130,9 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on("line", (line) => options.onLine?.(service, line));
     }
+    child.once("exit", (code, signal) => {
+      if (!asked.has(child)) options.onExit?.(service, signal ?? `code ${code}`);
+    });
     await waitForReady(service, env, child);
   };
 
@@ -126,6 +140,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     new Promise<void>((resolve) => {
       const child = children.get(service);
       if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      asked.add(child);
       const timer = setTimeout(() => kill(child, "SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
@@ -155,6 +170,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       return `http://127.0.0.1:${port}`;
     },
     kill: (service) => stopOne(service, "SIGKILL"),
+    pid: (service) => children.get(service)?.pid,
     start,
     stop: async () => {
       for (const child of extraGateways) child.kill("SIGTERM");

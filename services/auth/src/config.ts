@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 import { loadPlans } from "@renderbus/plans";
 
 /** Fixed keys for development and tests only; production refuses to start without real ones (checked below). */
@@ -37,6 +38,8 @@ export const authConfigSchema = z
     BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
     /** How often orgs whose credit month has turned get their monthly credits (see billing/monthly-credits.ts). */
     CREDITS_RENEWAL_INTERVAL_MS: z.coerce.number().int().positive().default(300_000),
+    /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+    SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
     /** Overrides of the plan table, e.g. `{"free":{"monthlyCredits":500}}`. */
     PLANS_JSON: z
       .string()

@@ -1,7 +1,7 @@
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth } from "@renderbus/contracts";
 import { startOutboxRelay } from "@renderbus/db";
-import { createRpcServer } from "@renderbus/rpc";
+import { createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthConfig } from "./config.js";
 import { AUTH_SCHEMA } from "./database.js";
@@ -25,6 +25,7 @@ export interface AuthService {
  * and Better Auth's `/auth/*` over HTTP, relays the outbox to `auth.events.*`, and settles credits from job events.
  */
 export async function startAuthService(config: AuthConfig, { logger }: { logger: Logger }): Promise<AuthService> {
+  const identity = serviceIdentity("auth", config);
   const store = await openAuthStore(config);
   const betterAuth = createBetterAuth(config, store, logger);
 
@@ -35,7 +36,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   const renewals = startCreditRenewals({ db: store.db, plans: store.plans, intervalMs: config.CREDITS_RENEWAL_INTERVAL_MS, logger });
 
   const lastUsed = new LastUsedRecorder(store, logger);
-  const rpc = createRpcServer(logger);
+  const rpc = createRpcServer(identity, logger);
   rpc.add(auth.AuthService, authRpc(store, betterAuth, lastUsed));
   rpc.add(auth.BillingService, billingRpc(store));
   const grpcPort = await rpc.listen(config.AUTH_GRPC_PORT, config.AUTH_BIND_HOST);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Jobs service configuration: parsed once from the environment in main.ts. */
 export const jobsConfigSchema = z.object({
@@ -32,6 +33,8 @@ export const jobsConfigSchema = z.object({
   JOBS_WATCHDOG_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 
 export type JobsConfig = z.infer<typeof jobsConfigSchema>;

@@ -2,7 +2,7 @@ import { Bus, STREAMS, type ConsumerHandle } from "@renderbus/bus";
 import { jobs } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, startOutboxRelay, type OutboxRelay } from "@renderbus/db";
 import { loadPlans } from "@renderbus/plans";
-import { createRpcServer } from "@renderbus/rpc";
+import { createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { Kysely } from "kysely";
 import { JOBS_SCHEMA, migrations } from "../migrations/index.js";
@@ -40,6 +40,7 @@ export interface JobsServiceOptions {
 
 /** Starts the jobs service: migrates its schema, declares streams, starts relay, scheduler, consumer and gRPC. */
 export async function startJobsService(config: JobsConfig, { logger, credits, metrics }: JobsServiceOptions): Promise<JobsService> {
+  const identity = serviceIdentity("jobs", config);
   const database = createDatabase<JobsDatabase>({
     url: config.DATABASE_URL,
     schema: JOBS_SCHEMA,
@@ -53,7 +54,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
   if (metrics) registerJobsMetrics(metrics, database.db, relay);
   const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS, fullRecheckMs: config.JOBS_SCHEDULER_FULL_RECHECK_MS });
-  const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
+  const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, identity, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
   const deps: JobsDeps = {
     db: database.db,
     jobCreator: new JobCreator(database.db),
@@ -66,7 +67,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   const watchdog = startJobTimeoutWatchdog(deps, { intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS, graceMs: config.JOBS_WATCHDOG_GRACE_MS });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
 
-  const rpc = createRpcServer(logger);
+  const rpc = createRpcServer(identity, logger);
   rpc.add(jobs.JobsService, jobsRpc(deps));
   const grpcPort = await rpc.listen(config.JOBS_GRPC_PORT, config.JOBS_GRPC_HOST);
   logger.info({ grpcPort }, "jobs service listening");

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** The dispatcher's environment. Keys are the environment variable names. */
 export const configSchema = z.object({
@@ -52,6 +53,8 @@ export const configSchema = z.object({
   DISPATCHER_ANNOUNCE_WAITING_AFTER_MS: z.coerce.number().int().positive().default(1000),
   /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
   WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 
 export type DispatcherConfig = z.infer<typeof configSchema>;

@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, authEvents, webhooks } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, startOutboxRelay } from "@renderbus/db";
-import { createRpcClient, createRpcServer } from "@renderbus/rpc";
+import { createRpcClient, createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import { registerGaugeReader, startMetricsServer, type Logger } from "@renderbus/telemetry";
 import { migrations } from "../migrations/index.js";
 import type { DispatcherConfig } from "./config.js";
@@ -32,6 +32,7 @@ export interface DispatcherService {
  * from the Postgres due-time queue, publishes delivery changes through the outbox, and serves `Webhooks` over gRPC.
  */
 export async function startDispatcherService(config: DispatcherConfig, { logger }: { logger: Logger }): Promise<DispatcherService> {
+  const identity = serviceIdentity("webhook-dispatcher", config);
   const database = createDatabase<DispatcherTables>({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
@@ -44,7 +45,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "webhook-dispatcher", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.jobEvents, STREAMS.webhookEvents]);
 
-  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS);
+  const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   const targets = createWebhookTargets(authClient, { ttlMs: config.WEBHOOK_TARGET_CACHE_MS });
   // Core subscription: a missed notice only means the entry lives out its short TTL.
   const stopListening = bus.listen<authEvents.OrgUpdated>("auth.events.org.updated", (event) => targets.forget(event.orgId));
@@ -92,7 +93,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
     sender,
   });
 
-  const rpc = createRpcServer(logger);
+  const rpc = createRpcServer(identity, logger);
   rpc.add(webhooks.WebhooksService, webhooksRpc({ db, targets, sender, leaseMs }));
   const grpcPort = await rpc.listen(config.WEBHOOKS_GRPC_PORT, config.WEBHOOKS_GRPC_HOST);
 

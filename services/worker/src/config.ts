@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@renderbus/config";
+import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Worker configuration: parsed once from the environment in main.ts. */
 export const workerConfigSchema = z.object({
@@ -36,6 +37,8 @@ export const workerConfigSchema = z.object({
   /** Name reported with StartJob; defaults to host and pid. */
   WORKER_ID: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

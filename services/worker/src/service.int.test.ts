@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError, conflict, insufficientCredits } from "@renderbus/errors";
-import { createRpcServer, type AsyncService, type RpcServer } from "@renderbus/rpc";
+import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
 import { createLocalOutputStore, verifyOutputSignature } from "@renderbus/storage";
 import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace } from "@renderbus/testing";
@@ -80,6 +80,7 @@ const billingService: AsyncService<auth.BillingServer> = {
 };
 
 let rpc: RpcServer;
+let billingRpc: RpcServer;
 let bus: Bus;
 let worker: WorkerService;
 let mediaDir: string;
@@ -94,16 +95,19 @@ beforeAll(async () => {
   outputDir = await mkdtemp(path.join(tmpdir(), "rb-worker-out-"));
   await createTestMedia(mediaDir);
   files = await serveFiles(mediaDir);
-  rpc = createRpcServer();
+  // Stand-ins for the jobs and auth services, each checking the worker's call tokens as the real one does.
+  rpc = createRpcServer(devServiceIdentity("jobs"));
   rpc.add(jobs.JobsService, jobsService);
-  rpc.add(auth.BillingService, billingService);
+  billingRpc = createRpcServer(devServiceIdentity("auth"));
+  billingRpc.add(auth.BillingService, billingService);
   const port = await rpc.listen(0);
+  const billingPort = await billingRpc.listen(0);
   const config = workerConfigSchema.parse({
     MODE: "test",
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
     JOBS_GRPC_ADDRESS: `127.0.0.1:${port}`,
-    AUTH_GRPC_ADDRESS: `127.0.0.1:${port}`,
+    AUTH_GRPC_ADDRESS: `127.0.0.1:${billingPort}`,
     OUTPUT_DIR: outputDir,
     OUTPUT_SIGNING_SECRET: SECRET,
     PUBLIC_URL,
@@ -120,6 +124,7 @@ afterAll(async () => {
   await worker?.stop();
   await bus?.close();
   await rpc?.shutdown(100);
+  await billingRpc?.shutdown(100);
   await files?.close();
   await Promise.all([mediaDir, outputDir].map((dir) => rm(dir, { recursive: true, force: true })));
 });

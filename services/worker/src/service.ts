@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
-import { createRpcClient } from "@renderbus/rpc";
+import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
@@ -44,8 +44,9 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const workerId = config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const bus = await Bus.connect({ url: config.NATS_URL, name: `worker-${workerId}`, namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents]);
-  const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS);
-  const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS);
+  const identity = serviceIdentity("worker", config);
+  const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity);
+  const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity);
   const inputAgent = createInputAgent({
     allowPrivateAddresses: config.MODE !== "production",
     connectTimeoutMs: config.INPUT_CONNECT_TIMEOUT_MS,

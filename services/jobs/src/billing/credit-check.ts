@@ -1,5 +1,5 @@
 import { auth } from "@renderbus/contracts";
-import { createRpcClient } from "@renderbus/rpc";
+import { createRpcClient, type CallCredentials } from "@renderbus/rpc";
 
 /** Asks whether an org can cover an amount; throws INSUFFICIENT_CREDITS (or SERVICE_UNAVAILABLE) when not. */
 export interface CreditCheck {
@@ -39,8 +39,8 @@ export class RecentBalances {
 }
 
 /** The credit check backed by the auth service's `Billing.CheckBalance`, with covering answers kept `cacheMs`. */
-export function billingCreditCheck(address: string, { cacheMs = 0 }: { cacheMs?: number } = {}): CreditCheck {
-  const billing = createRpcClient(auth.BillingClient, address);
+export function billingCreditCheck(address: string, credentials: CallCredentials, { cacheMs = 0 }: { cacheMs?: number } = {}): CreditCheck {
+  const billing = createRpcClient(auth.BillingClient, address, credentials);
   const recent = new RecentBalances(cacheMs);
   return {
     ensureBalance: async (orgId, credits) => {

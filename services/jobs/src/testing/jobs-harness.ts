@@ -2,7 +2,7 @@ import { Bus, STREAMS, type BusMessage, type ConsumerHandle, type StreamSpec } f
 import { auth, jobs } from "@renderbus/contracts";
 import { insufficientCredits } from "@renderbus/errors";
 import { newId } from "@renderbus/ids";
-import { createRpcClient, createRpcServer, type AuthContext, type PromiseClient, type RpcServer } from "@renderbus/rpc";
+import { allowedCallerCredentials, createRpcClient, createRpcServer, devServiceIdentity, type AuthContext, type PromiseClient, type RpcServer } from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { jobsConfigSchema } from "../config.js";
@@ -25,7 +25,7 @@ export interface TestBilling {
 }
 
 export async function startTestBilling(): Promise<TestBilling> {
-  const server: RpcServer = createRpcServer();
+  const server: RpcServer = createRpcServer(devServiceIdentity("auth"));
   const billing: TestBilling = {
     address: "",
     balances: new Map(),
@@ -92,8 +92,9 @@ export async function startJobsHarness(label: string, { replicas = 1, env = {} }
   const logger = createLogger({ service: "jobs", level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const service = await startJobsService(config, { logger });
   const replica = replicas > 1 ? await startJobsService(config, { logger }) : undefined;
-  const client = createRpcClient(jobs.JobsClient, `127.0.0.1:${service.grpcPort}`);
-  const replicaClient = replica ? createRpcClient(jobs.JobsClient, `127.0.0.1:${replica.grpcPort}`) : undefined;
+  // Calls each method as a caller it accepts: tenant methods as the gateway, worker reports as the worker.
+  const client = createRpcClient(jobs.JobsClient, `127.0.0.1:${service.grpcPort}`, allowedCallerCredentials());
+  const replicaClient = replica ? createRpcClient(jobs.JobsClient, `127.0.0.1:${replica.grpcPort}`, allowedCallerCredentials()) : undefined;
   const bus = await Bus.connect({ url: natsUrl, name: `${label}-test`, namespace });
   const collectors: Collector<unknown>[] = [];
 

@@ -38,7 +38,7 @@ beforeAll(async () => {
     testConfig({ ...base, databaseUrl: productionDatabaseUrl, namespace: testNamespace("prod") }, { MODE: "production", WEBHOOK_TIMEOUT_MS: "1000" }),
   );
   client = webhooksClient(dispatcher.grpcPort);
-  productionClient = webhooksClient(production.grpcPort);
+  productionClient = webhooksClient(production.grpcPort, { production: true });
 });
 
 afterAll(async () => {

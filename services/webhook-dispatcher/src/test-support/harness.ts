@@ -4,7 +4,17 @@ import { parseConfig } from "@renderbus/config";
 import { auth, webhooks } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { newId } from "@renderbus/ids";
-import { createRpcClient, createRpcServer, type AsyncService, type PromiseClient, type RpcServer } from "@renderbus/rpc";
+import {
+  allowedCallerCredentials,
+  createRpcClient,
+  createRpcServer,
+  devServiceIdentity,
+  devServiceTokenKeys,
+  productionTestServiceTokenKeys,
+  type AsyncService,
+  type PromiseClient,
+  type RpcServer,
+} from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
 import { configSchema, type DispatcherConfig } from "../config.js";
 import { startDispatcherService, type DispatcherService } from "../service.js";
@@ -16,7 +26,8 @@ import { startDispatcherService, type DispatcherService } from "../service.js";
 export async function startFakeAuth(): Promise<{ address: string; setTarget(target: auth.WebhookTarget): void; lookups: () => number; stop(): Promise<void> }> {
   const targets = new Map<string, auth.WebhookTarget>();
   let lookups = 0;
-  const server: RpcServer = createRpcServer();
+  // Accepts the dispatcher's tokens of both modes: the development keys and those of testConfig's production mode.
+  const server: RpcServer = createRpcServer(devServiceIdentity("auth", `${devServiceTokenKeys()},${productionTestServiceTokenKeys()}`));
   const unsupported = async (): Promise<never> => {
     throw new AppError("INTERNAL_ERROR", "not part of the fake");
   };
@@ -108,6 +119,7 @@ export function testConfig(base: { databaseUrl: string; natsUrl: string; namespa
     AUTH_GRPC_ADDRESS: base.authAddress,
     WEBHOOKS_GRPC_PORT: "0",
     DISPATCHER_POLL_INTERVAL_MS: "200",
+    ...(overrides.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys() } : {}),
     ...overrides,
   });
 }
@@ -130,8 +142,9 @@ export async function connectPublisher(natsUrl: string, namespace: string) {
   };
 }
 
-export function webhooksClient(port: number): PromiseClient<webhooks.WebhooksClient> {
-  return createRpcClient(webhooks.WebhooksClient, `127.0.0.1:${port}`);
+/** A client of a test dispatcher, calling as the gateway; `production` for one started in production mode. */
+export function webhooksClient(port: number, { production = false } = {}): PromiseClient<webhooks.WebhooksClient> {
+  return createRpcClient(webhooks.WebhooksClient, `127.0.0.1:${port}`, allowedCallerCredentials(production ? productionTestServiceTokenKeys() : devServiceTokenKeys()));
 }
 
 /** A completed-job event body as the jobs service publishes it. */
