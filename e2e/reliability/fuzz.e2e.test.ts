@@ -104,6 +104,11 @@ describe("bad input", () => {
           submitBatch: { jobs: [{ type: "qr.generate", params: { content: "fuzz" } }] },
           createApiKey: { name: "fuzz" },
           updateOrgWebhook: { webhookUrl: "http://127.0.0.1:9/fuzz", webhookSecret: "whsec_fuzz_secret" },
+          // Routes that take no body document a strict empty one.
+          cancelJob: {},
+          retryWebhookDelivery: {},
+          sendTestWebhook: {},
+          revokeApiKey: {},
         },
       };
       // Spread evenly: pick an operation, then one of the ways to be wrong that it allows.

@@ -7,6 +7,7 @@ import type { RouteDefinition } from "./http/route.js";
 import { sendError } from "./http/errors.js";
 import { authenticate } from "./auth/authenticate.js";
 import { parseRequestPart } from "./http/validation.js";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./http/json-depth.js";
 import { apiRoutes } from "./routes/index.js";
 import { registerHealthRoutes } from "./health/health.routes.js";
 import { registerAuthProxy } from "./auth/auth-proxy.js";
@@ -35,7 +36,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       const given = request.headers["x-request-id"];
       return typeof given === "string" && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
-    // Deep or huge JSON is refused by the body limit; prototype pollution keys are dropped.
+    // Huge bodies are refused by the body limit, deep ones by the JSON parser below; prototype pollution keys are dropped.
     onProtoPoisoning: "remove",
     onConstructorPoisoning: "remove",
     // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the SPEC error body too.
@@ -57,14 +58,15 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       "request",
     );
   });
-  // An empty JSON body (e.g. POST /jobs/{id}/cancel from some clients) is "no body", not malformed JSON.
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+  // Fastify's own JSON parser (secure-json-parse): drops `__proto__` and `constructor.prototype` keys.
+  const parseJson = app.getDefaultJsonParser("remove", "remove");
+  // Every JSON body (REST and /mcp alike) passes here. An empty one (e.g. POST /jobs/{id}/cancel from some clients)
+  // is "no body", not malformed JSON; one nested deeper than MAX_JSON_DEPTH is refused by a linear scan before it
+  // is parsed, so no request can hold the event loop or overflow the stack later (SECURITY-AUDIT finding 20).
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     if (body === "" || body === undefined) return done(null, undefined);
-    try {
-      done(null, JSON.parse(body as string));
-    } catch {
-      done(new AppError("VALIDATION_ERROR", "body: malformed JSON"), undefined);
-    }
+    if (exceedsJsonDepth(body as string)) return done(new AppError("VALIDATION_ERROR", `body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    parseJson(request, body as string, done);
   });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.logger));
   app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`), request, reply, deps.logger));

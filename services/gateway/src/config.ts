@@ -52,6 +52,17 @@ export const gatewayConfigSchema = z.object({
   /** Per-user request budget for the dashboard (session cookie), separate from the plan's API limit. */
   SESSION_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(600),
   /**
+   * All dashboard (session cookie) requests of one org together, per minute, on top of each user's own budget: more
+   * members do not buy more requests.
+   */
+  DASHBOARD_ORG_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(1200),
+  /**
+   * Requests per minute from one client address (IPv4, or IPv6 /64) to authenticated routes, counted before the
+   * credential is resolved so failed attempts count too. Behind a proxy, declare it in TRUSTED_PROXIES or every
+   * client shares the proxy's budget.
+   */
+  IP_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(1200),
+  /**
    * How often an open SSE stream re-resolves its credential (API key, session) through the auth service; a revoked
    * key, a signed-out session or a removed member ends the stream within this time (revocation events end it at once).
    */

@@ -9,6 +9,7 @@ import type { GatewayConfig } from "./config.js";
 import type { GatewayDeps } from "./deps.js";
 import { buildApp } from "./app.js";
 import { CredentialResolver } from "./auth/credential-resolver.js";
+import { CredentialMarks } from "./auth/credential-marks.js";
 import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
 import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
@@ -28,12 +29,18 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   redis.on("error", (error) => logger.warn({ err: error }, "redis error"));
   const identity = serviceIdentity("gateway", config);
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
-  const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS });
+  // Tests run several systems against one Redis; their NATS namespace keeps their counters and marks apart.
+  const redisPrefix = config.NATS_NAMESPACE ? `rb:${config.NATS_NAMESPACE}` : "rb";
+  // A revocation mark outlives any cache entry that could still hold the key.
+  const marks = new CredentialMarks(redis, { prefix: `${redisPrefix}:auth`, revokedTtlMs: Math.max(60_000, 2 * config.AUTH_CACHE_TTL_MS) });
+  const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks });
 
-  // Revocations and plan changes drop cached credentials at once; the cache TTL covers a missed message.
-  const stopRevoked = bus.listen<{ apiKeyId?: string; keyHash?: string }>("auth.events.api_key.revoked", (event) => credentials.forgetApiKey(event));
+  // Revocations and org changes (plan, members, roles) drop cached credentials at once, and are marked in Redis so
+  // a replica that missed the message refuses or re-resolves the key on its next request (CredentialMarks).
+  const marked = (what: string) => (error: unknown) => logger.warn({ err: error }, `could not mark ${what} in redis`);
+  const stopRevoked = bus.listen<{ apiKeyId?: string; keyHash?: string }>("auth.events.api_key.revoked", (event) => void credentials.revokeApiKey(event).catch(marked("a revoked key")));
   const stopGatewayRevoked = bus.listen<{ apiKeyId?: string }>("gateway.notify.api_key.revoked", (event) => credentials.forgetApiKey(event));
-  const stopOrgUpdated = bus.listen<{ orgId?: string }>("auth.events.org.updated", (event) => event.orgId && credentials.forgetOrg(event.orgId));
+  const stopOrgUpdated = bus.listen<{ orgId?: string }>("auth.events.org.updated", (event) => event.orgId && void credentials.orgChanged(event.orgId).catch(marked("an org change")));
 
   // A finished job changes only through its delivery log: drop it when a delivery of it moves (TTL as safety net).
   const finishedJobs = new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS });
@@ -50,7 +57,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     bus,
     redis,
     credentials,
-    rateLimiter: new RateLimiter(redis),
+    rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
     outputs: createLocalOutputStore(config.OUTPUT_DIR),
     jobEvents: new JobEventHub(bus),
     finishedJobs,

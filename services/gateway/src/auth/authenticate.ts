@@ -2,27 +2,38 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { forbidden } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
-import { spendRequestBudget } from "./request-budget.js";
+import { spendClientBudget, spendRequestBudget } from "./request-budget.js";
+import { CSRF_COOKIE, CSRF_HEADER, cookieValueOf, csrfCookie, csrfTokenFor, csrfTokenMatches } from "./csrf-token.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * Resolves the request's credential (Bearer API key or dashboard cookie), refuses cross-site cookie-authenticated
- * writes (CSRF), and counts the request against its rate-limit budget.
+ * Counts the request against its client IP's budget, resolves its credential (Bearer API key or dashboard cookie),
+ * guards cookie-authenticated writes against CSRF, and counts the request against its rate-limit budget.
  */
 export async function authenticate(request: FastifyRequest, reply: FastifyReply, deps: GatewayDeps): Promise<AuthContext> {
+  await spendClientBudget(request.ip, deps);
   const auth = await deps.credentials.resolve({ authorization: request.headers.authorization, cookie: request.headers.cookie });
   request.auth = auth;
-  if (auth.credential === "session" && !SAFE_METHODS.has(request.method)) assertSameOrigin(request, deps.config.PUBLIC_URL);
+  if (auth.credential === "session") guardCookieRequest(request, reply, deps.config);
   await spendRequestBudget(auth, deps, (name, value) => reply.header(name, value));
   return auth;
 }
 
-/** Cookie-authenticated writes must come from the dashboard's own origin (browsers always send Origin on POST). */
-function assertSameOrigin(request: FastifyRequest, publicUrl: string): void {
-  const origin = request.headers.origin;
-  const expected = new URL(publicUrl).origin;
-  const host = request.headers.host;
-  const sameAsHost = typeof origin === "string" && host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
-  if (origin !== expected && !sameAsHost) throw forbidden("Cross-site request refused");
+/**
+ * Dashboard (cookie) requests: every response hands the session's CSRF token to the dashboard in the `rb_csrf`
+ * cookie (when it does not hold the current one); writes must come from the PUBLIC_URL origin exactly (no
+ * `http://` for an https deployment) and send that token back in `X-CSRF-Token`. Only the dashboard's own scripts
+ * can read the cookie, so a cookie-driven script elsewhere cannot write, and so cannot spend the dashboard's
+ * allowance on API work the org's plan does not pay for. @throws AppError FORBIDDEN otherwise.
+ */
+function guardCookieRequest(request: FastifyRequest, reply: FastifyReply, config: GatewayDeps["config"]): void {
+  const session = cookieValueOf(request.headers.cookie, "rb_session") ?? "";
+  const token = csrfTokenFor(config.OUTPUT_SIGNING_SECRET, session);
+  if (cookieValueOf(request.headers.cookie, CSRF_COOKIE) !== token) {
+    reply.header("set-cookie", csrfCookie(token, new URL(config.PUBLIC_URL).protocol === "https:"));
+  }
+  if (SAFE_METHODS.has(request.method)) return;
+  if (request.headers.origin !== new URL(config.PUBLIC_URL).origin) throw forbidden("Cross-site request refused");
+  if (!csrfTokenMatches(token, request.headers[CSRF_HEADER])) throw forbidden("Missing or invalid CSRF token (X-CSRF-Token)");
 }

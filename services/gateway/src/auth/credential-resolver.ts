@@ -2,35 +2,66 @@ import { createHash } from "node:crypto";
 import type { auth } from "@renderbus/contracts";
 import { AppError, unauthorized } from "@renderbus/errors";
 import type { AuthContext, PromiseClient } from "@renderbus/rpc";
+import { LRUCache } from "lru-cache";
+import type { CredentialMarks } from "./credential-marks.js";
 
 interface CacheEntry {
   context: AuthContext;
-  expiresAt: number;
+  /** The org's membership epoch in Redis when the entry was resolved (see {@link CredentialMarks}). */
+  orgEpoch: string;
 }
 
 export interface CredentialResolverOptions {
   auth: PromiseClient<auth.AuthClient>;
+  /** How long a resolved key is served from memory; 0 turns the cache off. */
   ttlMs: number;
+  /** Revocation and membership marks shared by the replicas; without them only NATS events and the TTL apply. */
+  marks?: CredentialMarks;
+  /** Most keys held (least recently used go first). */
+  maxEntries?: number;
+  /** How long an unknown, revoked or refused key is answered from memory; 0 turns the negative cache off. */
+  negativeTtlMs?: number;
   now?: () => number;
 }
 
 /** API keys are `rb_` + base64url; anything else is refused before any lookup. */
 const API_KEY_PATTERN = /^rb_[A-Za-z0-9_-]{40,100}$/;
 
+/** Default bound of each cache: a replica holds at most this many resolved and this many refused keys. */
+export const DEFAULT_MAX_CACHED_KEYS = 10_000;
+/** Default life of a refusal: short, so a key whose creator is invited back works again soon. */
+export const DEFAULT_NEGATIVE_TTL_MS = 5_000;
+
 export const keyHashOf = (key: string): string => createHash("sha256").update(key).digest("hex");
 
 /**
  * Resolves a request's credential (Bearer API key or the dashboard's session cookie) to the auth context.
- * API key lookups are cached by key hash for a short TTL; revocation events drop entries at once (see
- * `forgetApiKey`), and the TTL is the safety net for a missed event. Sessions are not cached: sign-out must be
- * immediate and dashboard traffic is light.
+ * API key lookups are cached by key hash in a bounded LRU for a short TTL, and refusals for a shorter one (a flood of
+ * bogus keys costs the auth service one lookup per key per {@link DEFAULT_NEGATIVE_TTL_MS}). Every cache hit checks
+ * the Redis marks ({@link CredentialMarks}): a key revoked on any replica is refused at once even if this replica
+ * missed the NATS message, and a changed org (members, roles, plan) resolves again. Revocation events also drop
+ * entries at once (see `forgetApiKey`). Sessions are not cached: sign-out must be immediate and dashboard traffic
+ * is light.
  */
 export class CredentialResolver {
-  private readonly byHash = new Map<string, CacheEntry>();
+  private readonly byHash: LRUCache<string, CacheEntry>;
+  private readonly refused: LRUCache<string, true>;
   private readonly now: () => number;
+  private lastSweep: number;
 
   constructor(private readonly options: CredentialResolverOptions) {
     this.now = options.now ?? Date.now;
+    const max = options.maxEntries ?? DEFAULT_MAX_CACHED_KEYS;
+    // The TTL clock is ours (tests move it); ttlResolution 0 reads it on every check instead of arming a timer.
+    const perf = { now: this.now };
+    this.byHash = new LRUCache({ max, ttl: Math.max(1, options.ttlMs), ttlResolution: 0, perf });
+    this.refused = new LRUCache({ max, ttl: Math.max(1, options.negativeTtlMs ?? DEFAULT_NEGATIVE_TTL_MS), ttlResolution: 0, perf });
+    this.lastSweep = this.now();
+  }
+
+  /** Entries held right now (expired ones count until the next sweep). */
+  get size(): { resolved: number; refused: number } {
+    return { resolved: this.byHash.size, refused: this.refused.size };
   }
 
   async resolve(headers: { authorization?: string | undefined; cookie?: string | undefined }): Promise<AuthContext> {
@@ -48,11 +79,36 @@ export class CredentialResolver {
 
   async resolveApiKey(key: string): Promise<AuthContext> {
     if (!API_KEY_PATTERN.test(key)) throw unauthorized();
+    this.sweep();
     const hash = keyHashOf(key);
+    if (this.refused.has(hash)) throw unauthorized();
     const cached = this.byHash.get(hash);
-    if (cached && cached.expiresAt > this.now()) return cached.context;
-    const context = fromProto(await this.callAuth(() => this.options.auth.resolveApiKey({ key })));
-    if (this.options.ttlMs > 0) this.byHash.set(hash, { context, expiresAt: this.now() + this.options.ttlMs });
+    let orgEpoch: string | undefined;
+    if (cached) {
+      const marks = this.options.marks;
+      if (!marks) return cached.context;
+      const state = await marks.read(cached.context.apiKeyId ?? "", cached.context.orgId);
+      if (state.revoked) {
+        this.refuse(hash);
+        throw unauthorized();
+      }
+      if (state.orgEpoch === cached.orgEpoch) return cached.context;
+      // The org changed since: resolve again, under the epoch read before the lookup (a change racing the lookup
+      // moves the epoch again and is caught on the next hit).
+      this.byHash.delete(hash);
+      orgEpoch = state.orgEpoch;
+    }
+    let context: AuthContext;
+    try {
+      context = fromProto(await this.callAuth(() => this.options.auth.resolveApiKey({ key })));
+    } catch (error) {
+      if (error instanceof AppError && error.code === "UNAUTHORIZED") this.refuse(hash);
+      throw error;
+    }
+    if (this.options.ttlMs > 0) {
+      orgEpoch ??= this.options.marks ? await this.options.marks.orgEpoch(context.orgId) : "0";
+      this.byHash.set(hash, { context, orgEpoch });
+    }
     return context;
   }
 
@@ -69,16 +125,49 @@ export class CredentialResolver {
   }
 
   /** Drops a revoked key from the cache, by key id or key hash. */
-  forgetApiKey({ apiKeyId, keyHash }: { apiKeyId?: string; keyHash?: string }): void {
+  forgetApiKey({ apiKeyId, keyHash }: { apiKeyId?: string | undefined; keyHash?: string | undefined }): void {
     if (keyHash) this.byHash.delete(keyHash);
     if (apiKeyId) {
-      for (const [hash, entry] of this.byHash) if (entry.context.apiKeyId === apiKeyId) this.byHash.delete(hash);
+      for (const [hash, entry] of this.byHash.entries()) if (entry.context.apiKeyId === apiKeyId) this.byHash.delete(hash);
     }
+  }
+
+  /**
+   * A key was revoked: drop it here and mark it in Redis so every replica refuses it on its next request, whether
+   * or not the NATS message reaches it. Resolves once the mark is stored.
+   */
+  async revokeApiKey(event: { apiKeyId?: string | undefined; keyHash?: string | undefined }): Promise<void> {
+    this.forgetApiKey(event);
+    if (event.keyHash) this.refuse(event.keyHash);
+    if (event.apiKeyId) await this.options.marks?.markRevoked(event.apiKeyId);
   }
 
   /** Drops every cached key of an org (its plan changed). */
   forgetOrg(orgId: string): void {
-    for (const [hash, entry] of this.byHash) if (entry.context.orgId === orgId) this.byHash.delete(hash);
+    for (const [hash, entry] of this.byHash.entries()) if (entry.context.orgId === orgId) this.byHash.delete(hash);
+  }
+
+  /**
+   * An org changed (plan, members or roles): drop its keys here and move its epoch in Redis, so replicas that missed
+   * the message resolve its keys again too.
+   */
+  async orgChanged(orgId: string): Promise<void> {
+    this.forgetOrg(orgId);
+    await this.options.marks?.bumpOrg(orgId);
+  }
+
+  private refuse(hash: string): void {
+    this.byHash.delete(hash);
+    if ((this.options.negativeTtlMs ?? DEFAULT_NEGATIVE_TTL_MS) > 0) this.refused.set(hash, true);
+  }
+
+  /** Drops expired entries at most once per TTL, so keys used once do not sit in memory until evicted. */
+  private sweep(): void {
+    const now = this.now();
+    if (now - this.lastSweep < Math.max(1_000, this.options.ttlMs)) return;
+    this.lastSweep = now;
+    this.byHash.purgeStale();
+    this.refused.purgeStale();
   }
 
   private async callAuth<T>(call: () => Promise<T>): Promise<T> {

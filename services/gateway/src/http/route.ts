@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import { noBody, noQuery } from "../routes/schemas.js";
 import type { ErrorCode } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
@@ -27,7 +28,9 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
   summary: string;
   description: string;
   tag: string;
+  /** Left out: the route takes no body ({@link noBody}: absent or `{}`); GET routes ignore bodies. */
   body?: z.ZodType<Body>;
+  /** Left out: the route takes no query parameters ({@link noQuery}: any parameter is a 400). */
   query?: z.ZodType<Query>;
   params?: z.ZodType<Params>;
   successStatus?: 200 | 201;
@@ -39,8 +42,17 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
   handler(input: RouteInput<Body, Query, Params>, deps: GatewayDeps): Promise<unknown>;
 }
 
+/**
+ * A route of the table, with the request parts it leaves out made strict (SPEC section 6: unknown fields are a 400):
+ * no query schema means no query parameters, no body schema on a POST/PATCH/DELETE means an absent or empty body.
+ * Validation, the OpenAPI document and the MCP tools all read these schemas, so they agree on it.
+ */
 export function defineRoute<Body = undefined, Query = undefined, Params = undefined>(
   route: RouteDefinition<Body, Query, Params>,
 ): RouteDefinition<Body, Query, Params> {
-  return route;
+  return {
+    ...route,
+    query: route.query ?? (noQuery as unknown as z.ZodType<Query>),
+    ...(route.body === undefined && route.method !== "GET" ? { body: noBody as unknown as z.ZodType<Body> } : {}),
+  };
 }

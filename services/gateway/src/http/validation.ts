@@ -6,7 +6,8 @@ export function parseRequestPart<T>(schema: z.ZodType<T> | undefined, value: unk
   if (!schema) return undefined as T;
   const nul = pathOfNul(value);
   if (nul !== undefined) throw validationError(`${part === "body" ? "" : `${part} `}${nul.join(".") || part}: must not contain NUL characters`.trim());
-  const result = schema.safeParse(value ?? (part === "body" ? undefined : {}));
+  // An absent body stays absent (routes without one accept that); `null` is a body, and only a JSON object is valid.
+  const result = schema.safeParse(part === "body" ? value : (value ?? {}));
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const field = issue.path.length > 0 ? issue.path.join(".") : part;

@@ -2,6 +2,7 @@ import type { FastifyRequest } from "fastify";
 import { forbidden, unauthorized } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
+import { spendClientBudget } from "../auth/request-budget.js";
 
 /** Path of the MCP endpoint; with PUBLIC_URL it is the OAuth resource tokens must be issued for. */
 export const MCP_PATH = "/mcp";
@@ -28,6 +29,9 @@ export function bearerChallenge(publicUrl: string, tokenSent: boolean): string {
 export async function resolveMcpCredential(request: FastifyRequest, deps: GatewayDeps): Promise<AuthContext> {
   const authorization = request.headers.authorization;
   const token = typeof authorization === "string" ? /^Bearer\s+(\S+)$/i.exec(authorization.trim())?.[1] : undefined;
+  // Counted per client before any lookup, like REST (authenticate.ts): bogus tokens cost the auth service nothing
+  // once a client is over its budget.
+  await spendClientBudget(request.ip, deps);
   if (!token) throw unauthorized();
   const auth = token.startsWith("rb_")
     ? await deps.credentials.resolveApiKey(token)

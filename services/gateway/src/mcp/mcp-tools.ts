@@ -74,7 +74,8 @@ function toolOf(route: RouteDefinition, name: string): McpTool {
     shape[key] = schema;
   };
   for (const part of ["params", "query", "body"] as const) {
-    const schema = route[part];
+    // An optional body (a route that takes none: absent or `{}`) contributes its fields, like any object body.
+    const schema = route[part] instanceof z.ZodOptional ? (route[part].unwrap() as z.ZodType) : route[part];
     if (!schema) continue;
     if (schema instanceof z.ZodObject) {
       for (const [key, field] of Object.entries(schema.shape as Record<string, z.ZodType>)) add(key, field, part);

@@ -124,7 +124,8 @@ function routeOperation(route: RouteDefinition) {
     tags: [route.tag],
     security: [{ apiKey: [] }, { session: [] }],
     parameters: parametersOf(route),
-    ...(route.body ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body) } } } } : {}),
+    // A route that takes no body accepts none at all, so its (empty, strict) body is not required.
+    ...(route.body ? { requestBody: { required: !route.body.safeParse(undefined).success, content: { "application/json": { schema: jsonSchema(route.body) } } } } : {}),
     responses: {
       [String(route.successStatus ?? 200)]: {
         description: route.successStatus === 201 ? "Created" : "Success",

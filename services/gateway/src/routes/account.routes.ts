@@ -53,7 +53,8 @@ export const accountRoutes = [
     errors: ["NOT_FOUND", "FORBIDDEN"],
     handler: async ({ params, auth }, deps) => {
       const key = await deps.auth.revokeApiKey({ keyId: params.keyId }, { auth });
-      deps.credentials.forgetApiKey({ apiKeyId: key.id });
+      // Marked in Redis before the answer: every replica refuses it from now on, even one that misses the message.
+      await deps.credentials.revokeApiKey({ apiKeyId: key.id });
       // Other gateway replicas drop the key before this response leaves (flush waits for the server to take it).
       deps.bus.notify("gateway.notify.api_key.revoked", { apiKeyId: key.id });
       await deps.bus.nc.flush();

@@ -1,6 +1,15 @@
 import { z } from "zod";
 
 /** Shared request schemas. Objects are strict: unknown fields are a 400 (SPEC section 6). */
+/**
+ * The body of a route that takes none: absent (or empty) as today, or `{}`; any field is unknown, so a client that
+ * sends options the route does not have learns so instead of having them silently ignored.
+ */
+export const noBody = z.strictObject({}).optional();
+
+/** The query of a route that takes no parameters: any parameter is unknown (400). */
+export const noQuery = z.strictObject({});
+
 export const cursorQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().min(1).max(500).optional(),
