@@ -98,6 +98,16 @@ function registerGauges(deps: GatewayDeps, streams: OpenStreams): void {
     },
   });
   new Gauge({
+    name: "gateway_nats_subscriptions",
+    help: "Core NATS subscriptions of the gateway's connection (each webhook stream holds three)",
+    registers: [registry],
+    collect() {
+      // nats.js keeps the count on its protocol handler, not in its typed API; nothing is reported if that moves.
+      const size = (deps.bus.nc as { protocol?: { subscriptions?: { size?: () => number } } }).protocol?.subscriptions?.size?.();
+      if (typeof size === "number") this.set(size);
+    },
+  });
+  new Gauge({
     name: "gateway_sse_job_watchers",
     help: "Job event listeners registered with the gateway's job event hub",
     registers: [registry],
