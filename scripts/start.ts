@@ -1,15 +1,19 @@
 /**
  * `npm start`: brings the whole system up on this machine. Uses PostgreSQL, NATS and Redis at DATABASE_URL /
- * NATS_URL / REDIS_URL or on their default local ports when reachable, otherwise starts local servers with data
- * in .data/; makes sure ffmpeg is present; starts every service from its bundle (built by scripts/bootstrap.mjs;
- * each migrates its own schema); seeds a demo org on plan `pro` with an API key; prints the URLs. Ctrl-C stops
- * everything.
+ * NATS_URL / REDIS_URL or on their local ports (default ones, or RENDERBUS_POSTGRES_PORT / RENDERBUS_NATS_PORT /
+ * RENDERBUS_REDIS_PORT) when reachable, otherwise starts local servers with data in .data/ (or, when the checkout
+ * sits in a private folder the postgres OS user cannot enter, a folder of this checkout's own under
+ * /var/lib/renderbus; see chooseServerDataDir); makes sure ffmpeg is present; starts every service from its bundle
+ * (built by scripts/bootstrap.mjs; each migrates its own schema) and restarts one that exits, with backoff; seeds a
+ * demo org on plan `pro` with an API key; prints the URLs. Ctrl-C stops everything.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { chooseServerDataDir } from "../libs/testing/src/local-data-dir.js";
 import { ensureFfmpeg, ensureLocalInfra } from "../libs/testing/src/local-infra.js";
+import { createSupervisor, OutputTail } from "../libs/testing/src/supervisor.js";
 import { SERVICES, startSystem, type ServiceName } from "../libs/testing/src/system.js";
 
 const repoRoot = resolve(import.meta.dirname, "..");
@@ -21,9 +25,21 @@ const width = Math.max(...SERVICES.map((s) => s.length));
 const colors = [36, 35, 33, 32, 34];
 const prefix = (service: ServiceName) => `\x1b[${colors[SERVICES.indexOf(service)]}m${service.padEnd(width)}\x1b[0m |`;
 
-const infra = await ensureLocalInfra({ dataDir, persistent: true, log });
+const serverData = await chooseServerDataDir({ checkoutDir: repoRoot });
+log(`local servers keep their data in ${serverData.dir} (${serverData.reason})`);
+const infra = await ensureLocalInfra({ dataDir: serverData.dir, persistent: true, log });
 await ensureFfmpeg(log);
 log(`PostgreSQL ${redact(infra.databaseUrl)}, NATS ${infra.natsUrl}, Redis ${infra.redisUrl}`);
+
+const tails = new Map(SERVICES.map((service) => [service, new OutputTail(20)]));
+// Restarts only services it watches, which happens once `system` below is running.
+const supervisor = createSupervisor<ServiceName>({
+  start: (service) => system.start(service),
+  kill: (service) => system.kill(service),
+  pid: (service) => system.pid(service),
+  tail: (service) => tails.get(service)!.lines(),
+  log: (message) => log(message),
+});
 
 const system = await startSystem({
   repoRoot,
@@ -33,10 +49,16 @@ const system = await startSystem({
   gatewayPort: Number(process.env.GATEWAY_PORT ?? 3000),
   outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
   env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET)$/.test(key)) as [string, string][]),
-  onLine: (service, line) => console.log(`${prefix(service)} ${line}`),
+  onLine: (service, line) => {
+    tails.get(service)!.push(line);
+    console.log(`${prefix(service)} ${line}`);
+  },
+  onExit: (service, how) => supervisor.exited(service, how),
   // As in production: plain node on the bundles scripts/bootstrap.mjs has just built.
   runtime: "bundle",
 });
+for (const service of SERVICES) supervisor.watch(service);
+log(`services: ${SERVICES.map((service) => `${service} pid ${system.pid(service)}`).join(", ")}`);
 
 const demo = await demoCredentials();
 console.log(`
@@ -61,6 +83,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     if (stopping) return;
     stopping = true;
     log("stopping services...");
+    supervisor.stop();
     await system.stop();
     await infra.stop();
     process.exit(0);

@@ -55,6 +55,8 @@ interface ServerKind {
   name: string;
   envVar: string;
   defaultUrl: string;
+  /** Names the local port persistent mode looks for a running server on, instead of the default one. */
+  portVar: string;
   isUsable(url: string): Promise<boolean>;
   start(options: { dir: string; persistent: boolean; log: LogFn }): Promise<LocalServer>;
 }
@@ -62,6 +64,7 @@ interface ServerKind {
 const POSTGRES: ServerKind = {
   name: 'postgres',
   envVar: 'DATABASE_URL',
+  portVar: 'RENDERBUS_POSTGRES_PORT',
   defaultUrl: DEFAULT_POSTGRES_URL,
   isUsable: canQueryPostgres,
   start: startLocalPostgres,
@@ -70,6 +73,7 @@ const POSTGRES: ServerKind = {
 const NATS: ServerKind = {
   name: 'nats',
   envVar: 'NATS_URL',
+  portVar: 'RENDERBUS_NATS_PORT',
   defaultUrl: DEFAULT_NATS_URL,
   isUsable: (url) => canConnectNats(url, true),
   start: startLocalNats,
@@ -78,6 +82,7 @@ const NATS: ServerKind = {
 const REDIS: ServerKind = {
   name: 'redis',
   envVar: 'REDIS_URL',
+  portVar: 'RENDERBUS_REDIS_PORT',
   defaultUrl: DEFAULT_REDIS_URL,
   isUsable: canPingRedis,
   start: startLocalRedis,
@@ -86,7 +91,8 @@ const REDIS: ServerKind = {
 /**
  * Provides PostgreSQL, NATS with JetStream and Redis. For each one, in order:
  * 1. its env var (`DATABASE_URL`, `NATS_URL`, `REDIS_URL`) when set, unless `ignoreEnv`; never started;
- * 2. persistent mode only: the default local port when a usable server answers there;
+ * 2. persistent mode only: the default local port (or `RENDERBUS_POSTGRES_PORT` / `RENDERBUS_NATS_PORT` /
+ *    `RENDERBUS_REDIS_PORT`, unless `ignoreEnv`) when a usable server answers there;
  * 3. persistent mode only: a server still running from `dataDir` (started by another `npm start`);
  * 4. a new server spawned from the OS package (apt-get installed when missing and running as root), data in
  *    `dataDir/<name>` (persistent) or a fresh temporary directory under `dataDir` (tests).
@@ -104,7 +110,11 @@ export async function ensureLocalInfra(options: LocalInfraOptions): Promise<Loca
 
   const results = await Promise.allSettled(
     [POSTGRES, NATS, REDIS].map((kind) =>
-      provideServer(kind, env[kind.envVar], { dir: path.join(baseDir, kind.name), persistent: options.persistent, log }),
+      provideServer(kind, env[kind.envVar], localUrl(kind, env[kind.portVar]), {
+        dir: path.join(baseDir, kind.name),
+        persistent: options.persistent,
+        log,
+      }),
     ),
   );
   const servers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
@@ -125,9 +135,21 @@ export async function ensureLocalInfra(options: LocalInfraOptions): Promise<Loca
   };
 }
 
+/** The kind's default URL with its port replaced by `port` (a `RENDERBUS_*_PORT` value) when given. */
+function localUrl(kind: ServerKind, port: string | undefined): string {
+  if (!port) return kind.defaultUrl;
+  if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65_535) {
+    throw new LocalInfraError(`${kind.portVar} must be a port number, got "${port}"`);
+  }
+  const url = new URL(kind.defaultUrl);
+  url.port = port;
+  return url.toString().replace(/\/$/, '');
+}
+
 async function provideServer(
   kind: ServerKind,
   envUrl: string | undefined,
+  probeUrl: string,
   options: { dir: string; persistent: boolean; log: LogFn },
 ): Promise<LocalServer> {
   if (envUrl) {
@@ -135,11 +157,11 @@ async function provideServer(
     return externalServer(envUrl);
   }
   if (options.persistent) {
-    if (await kind.isUsable(kind.defaultUrl)) {
-      options.log(`${kind.name}: using the server at ${kind.defaultUrl}`);
-      return externalServer(kind.defaultUrl);
+    if (await kind.isUsable(probeUrl)) {
+      options.log(`${kind.name}: using the server at ${probeUrl}`);
+      return externalServer(probeUrl);
     }
-    options.log(`${kind.name}: nothing usable at ${kind.defaultUrl}; using a local server in ${options.dir}`);
+    options.log(`${kind.name}: nothing usable at ${probeUrl}; using a local server in ${options.dir}`);
   }
   return kind.start(options);
 }
