@@ -1,6 +1,6 @@
 /**
  * The REST API client. Same origin, so the browser sends the `rb_session` cookie (HttpOnly, never readable here)
- * and the Origin header the gateway's CSRF check wants on writes. Every failure becomes an ApiError whose message
+ * and the Origin header the gateway's CSRF check wants on writes; writes also send the session's CSRF token. Every failure becomes an ApiError whose message
  * can be shown to a person as is.
  */
 export class ApiError extends Error {
@@ -29,13 +29,40 @@ const FRIENDLY: Record<string, string> = {
   INTERNAL_ERROR: "Something went wrong on our side. Try again; if it keeps happening, contact support.",
 };
 
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The session's CSRF token, which the gateway hands out in the script-readable `rb_csrf` cookie. */
+function csrfToken(): string | undefined {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...value] = part.trim().split("=");
+    if (name === "rb_csrf") return value.join("=");
+  }
+  return undefined;
+}
+
+/**
+ * The `X-CSRF-Token` header every state-changing API request carries: the gateway refuses cookie-authenticated
+ * writes without it. The gateway sets the cookie on any signed-in API response; a write before any such response
+ * (rare: right after signing in) fetches `/me` first to get it.
+ */
+async function csrfHeader(method: string, path: string): Promise<Record<string, string>> {
+  if (SAFE_METHODS.has(method) || path.startsWith("/auth/")) return {};
+  let token = csrfToken();
+  if (token === undefined) {
+    await fetch("/me", { credentials: "same-origin", headers: { accept: "application/json" } }).catch(() => undefined);
+    token = csrfToken();
+  }
+  return token === undefined ? {} : { "x-csrf-token": token };
+}
+
 export async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   let response: Response;
   try {
+    const csrf = await csrfHeader(method, path);
     response = await fetch(path, {
       method,
       credentials: "same-origin",
-      headers: { accept: "application/json", ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      headers: { accept: "application/json", ...(body !== undefined ? { "content-type": "application/json" } : {}), ...csrf, ...headers },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch {

@@ -63,8 +63,8 @@ export function MembersTable({ org, viewer, onChanged, onLeft }: { org: FullOrga
       >
         <p>
           {leaving
-            ? `You lose access to ${org.name}'s jobs, keys and settings at once. To come back, an owner or admin has to invite you again.`
-            : `${toRemove?.user.email ?? ""} loses access to ${org.name} at once. API keys they created belong to the organization and keep working; revoke them on the API keys page if needed.`}
+            ? `You lose access to ${org.name}'s jobs, keys and settings at once, and the API keys you created stop working. To come back, an owner or admin has to invite you again.`
+            : `${toRemove?.user.email ?? ""} loses access to ${org.name} at once, and their API keys stop working (the keys they created are revoked).`}
         </p>
       </ConfirmDialog>
     </section>
