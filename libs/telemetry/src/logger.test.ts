@@ -54,6 +54,38 @@ describe("createLogger", () => {
     }
   });
 
+  it("redacts URLs, signatures, tokens, secrets, authorization and cookies, top level and nested (SECURITY-AUDIT finding 23)", () => {
+    const { logger, lines, raw } = capturingLogger();
+    const signed = "https://renderbus.example/outputs/org_1/job_1/out.mp4?expires=1&signature=" + "ab".repeat(32);
+    const presigned = "https://bucket.s3.amazonaws.com/in.mp4?X-Amz-Signature=presigned-credential";
+    logger.error(
+      {
+        url: signed,
+        signature: "cd".repeat(32),
+        token: "top-token",
+        secret: "top-secret",
+        authorization: "Bearer rb_top",
+        cookie: "rb_session=top",
+        result: { url: signed },
+        input: { url: presigned, signature: "nested-signature", token: "nested-token", secret: "nested-secret", authorization: "Bearer rb_nested", cookie: "rb_session=nested" },
+        route: "/outputs/*",
+        path: "/outputs/org_1/job_1/out.mp4",
+      },
+      "request failed",
+    );
+    const line = lines[0]!;
+    for (const key of ["url", "signature", "token", "secret", "authorization", "cookie"]) {
+      expect(line[key], key).toBe("[redacted]");
+      expect((line.input as Record<string, unknown>)[key], `input.${key}`).toBe("[redacted]");
+    }
+    expect(line.result).toEqual({ url: "[redacted]" });
+    // A route pattern and a path without its query stay readable.
+    expect(line).toMatchObject({ route: "/outputs/*", path: "/outputs/org_1/job_1/out.mp4" });
+    for (const secret of ["abab", "cdcd", "presigned-credential", "nested-signature", "top-token", "nested-token", "top-secret", "nested-secret", "rb_top", "rb_nested", "rb_session"]) {
+      expect(raw[0]).not.toContain(secret);
+    }
+  });
+
   it("honours the level", () => {
     const { logger, lines } = capturingLogger("warn");
     logger.info("hidden");

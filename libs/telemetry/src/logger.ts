@@ -4,8 +4,10 @@ import { trace } from "@opentelemetry/api";
 export type { Logger } from "pino";
 
 /**
- * Paths pino replaces with "[redacted]" wherever they appear in a log line. Secrets must never reach a log: this is
- * the safety net, not the plan (code should not log these objects at all).
+ * Paths pino replaces with "[redacted]" wherever they appear in a log line (top level, or one level down: `*.x`).
+ * Secrets must never reach a log: this is the safety net, not the plan (code should not log these objects at all).
+ * `url` is here because URLs carry credentials in their query (signed `/outputs` links, presigned input URLs) and
+ * `signature` because it is one; a line that means a route pattern calls it `route`, a path without query `path`.
  */
 export const REDACTED_PATHS = [
   "key",
@@ -29,6 +31,10 @@ export const REDACTED_PATHS = [
   "res.headers[\"set-cookie\"]",
   "cookie",
   "*.cookie",
+  "url",
+  "*.url",
+  "signature",
+  "*.signature",
 ];
 
 export interface LoggerOptions {

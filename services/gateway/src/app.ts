@@ -4,7 +4,7 @@ import { AppError } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "./deps.js";
 import type { RouteDefinition } from "./http/route.js";
-import { sendError } from "./http/errors.js";
+import { pathOf, sendError } from "./http/errors.js";
 import { authenticate } from "./auth/authenticate.js";
 import { parseRequestPart } from "./http/validation.js";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./http/json-depth.js";
@@ -54,7 +54,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   app.addHook("onResponse", async (request, reply) => {
     deps.logger.info(
-      { requestId: request.id, method: request.method, url: request.routeOptions.url ?? request.url.split("?")[0], status: reply.statusCode, orgId: request.auth?.orgId, ms: Math.round(reply.elapsedTime) },
+      { requestId: request.id, method: request.method, route: request.routeOptions.url ?? pathOf(request.url), status: reply.statusCode, orgId: request.auth?.orgId, ms: Math.round(reply.elapsedTime) },
       "request",
     );
   });
@@ -69,7 +69,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     parseJson(request, body as string, done);
   });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.logger));
-  app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}`), request, reply, deps.logger));
+  app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${pathOf(request.url)}`), request, reply, deps.logger));
 
   for (const route of apiRoutes) registerRoute(app, route, deps);
 

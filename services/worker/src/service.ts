@@ -19,6 +19,9 @@ export const MAX_ATTEMPTS = 5;
 
 const OUTPUT_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
+/** An id from a message that failed validation, fit for a log line: a short string, or nothing. */
+const idOf = (value: unknown): string | undefined => (typeof value === "string" ? value.slice(0, 100) : undefined);
+
 export interface WorkerService {
   workerId: string;
   /** Stops taking work; jobs in progress are stopped and handed back to the queue for another replica. */
@@ -95,7 +98,8 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     ackWaitMs: config.WORKER_ACK_WAIT_MS,
     async handle(dispatch: jobEvents.JobDispatch, { deliveryCount }) {
       if (!dispatch?.jobId || !dispatch.orgId) {
-        logger.error({ dispatch }, "malformed dispatch message dropped");
+        // Ids only: the message's inputs are URLs that may carry presigned credentials (SECURITY-AUDIT finding 23).
+        logger.error({ jobId: idOf(dispatch?.jobId), orgId: idOf(dispatch?.orgId), deliveryCount }, "malformed dispatch message dropped");
         return;
       }
       const signal = running.start(dispatch.jobId);

@@ -2,6 +2,9 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, toAppError, validationError } from "@renderbus/errors";
 import type { Logger } from "@renderbus/telemetry";
 
+/** A request target without its query string. */
+export const pathOf = (target: string): string => target.split("?")[0]!;
+
 /** Fastify's own errors (body parsing, limits) as SPEC errors. */
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -27,7 +30,8 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
  */
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const appError = error instanceof AppError ? error : (fromFastifyError(error as FastifyError) ?? toAppError(error));
-  if (appError.code === "INTERNAL_ERROR") logger.error({ err: error, requestId: request.id, url: request.url }, "request failed");
+  // The path only: a query can hold a credential (the signature of an /outputs link), and logs must not (finding 23).
+  if (appError.code === "INTERNAL_ERROR") logger.error({ err: error, requestId: request.id, method: request.method, path: pathOf(request.url) }, "request failed");
   if (appError.code === "UNAUTHORIZED") {
     reply.header("WWW-Authenticate", 'Bearer realm="renderbus"');
   }
