@@ -1,6 +1,6 @@
 import type { Registry } from "prom-client";
 import { createLogger, type Logger } from "./logger.js";
-import { createMetricsRegistry } from "./metrics.js";
+import { Counter, createMetricsRegistry } from "./metrics.js";
 import { startMetricsServer, type MetricsServer } from "./metrics-server.js";
 import { startTracing } from "./tracing.js";
 
@@ -18,6 +18,17 @@ export interface ServiceDeps {
 
 interface StartedService {
   stop(): Promise<void>;
+  /**
+   * Called synchronously on an uncaught exception or unhandled rejection, still inside the failing callback's async
+   * context (an AsyncLocalStorage store is readable): fields for the fatal log line, e.g. the job id.
+   */
+  fatalContext?(error: unknown): Record<string, unknown>;
+  /**
+   * Best-effort cleanup before a fatal exit, e.g. the worker reporting the job that crashed it as failed. Called right
+   * after {@link StartedService.fatalContext}; the process exits after FATAL_CLEANUP_TIMEOUT_MS whether or not it
+   * settled.
+   */
+  onFatal?(error: unknown): Promise<void>;
   /** Set by services that serve `/metrics` themselves (the gateway on its HTTP port, the dispatcher on its own). */
   metricsPort?: number | undefined;
   /** The registry to serve instead of the one runService created (a service that builds its own). */
@@ -30,11 +41,21 @@ export function metricsPortFromEnv(service: string, env: NodeJS.ProcessEnv): num
   return value ? Number(value) : undefined;
 }
 
+/** How long a service's {@link StartedService.onFatal} may take before the process exits anyway. */
+export const FATAL_CLEANUP_TIMEOUT_MS = 3000;
+
+/** The exit code after an uncaught exception or unhandled rejection (EX_SOFTWARE), for the supervisor to restart. */
+export const FATAL_EXIT_CODE = 70;
+
 /**
  * The body of every service's `main.ts`: starts tracing and logging, starts the service, serves Prometheus metrics
  * on `<SERVICE>_METRICS_PORT` or `METRICS_PORT` (when set and the service does not serve them itself), and on SIGTERM/SIGINT stops it once (the
  * service stops taking work, drains in-flight work and acks nothing unfinished), flushes traces and exits. A failed
  * shutdown exits non-zero so the orchestrator notices.
+ *
+ * An uncaught exception or unhandled rejection is fatal (the process state is unknown after one): it is logged at
+ * `fatal` with the service's context (the job id if the service knows it), counted in `process_fatal_errors_total`,
+ * the service gets a short, bounded chance to clean up (`onFatal`), and the process exits with FATAL_EXIT_CODE.
  */
 export async function runService<C extends ServiceConfig>(
   name: string,
@@ -45,11 +66,46 @@ export async function runService<C extends ServiceConfig>(
   const tracing = startTracing({ service: name, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const logger = createLogger({ service: name, level: config.LOG_LEVEL });
   const metrics = createMetricsRegistry(name);
-  const service = await start(config, { logger, metrics });
+  const fatalErrors = new Counter({
+    name: "process_fatal_errors_total",
+    help: "Uncaught exceptions and unhandled rejections, each of which ends the process",
+    labelNames: ["origin"],
+    registers: [metrics],
+  });
+  let service: StartedService | undefined = undefined;
+  let dying = false;
+  const fatal = (error: unknown, origin: string) => {
+    if (dying) {
+      logger.error({ err: error, origin }, "another uncaught error while exiting");
+      return;
+    }
+    dying = true;
+    let context: Record<string, unknown> = {};
+    let cleanup: Promise<void> | undefined;
+    try {
+      context = service?.fatalContext?.(error) ?? {};
+      cleanup = service?.onFatal?.(error);
+    } catch (hookError) {
+      logger.error({ err: hookError }, "fatal-error hook failed");
+    }
+    logger.fatal({ err: error, origin, ...context }, "uncaught error; the process exits");
+    fatalErrors.inc({ origin });
+    // Non-zero even if the event loop empties first; the timers are not unref'd so that it cannot.
+    process.exitCode = FATAL_EXIT_CODE;
+    const exit = () => logger.flush(() => process.exit(FATAL_EXIT_CODE));
+    setTimeout(() => process.exit(FATAL_EXIT_CODE), FATAL_CLEANUP_TIMEOUT_MS + 1000);
+    const deadline = new Promise<void>((resolve) => setTimeout(resolve, FATAL_CLEANUP_TIMEOUT_MS));
+    Promise.race([(cleanup ?? Promise.resolve()).catch((cleanupError: unknown) => logger.error({ err: cleanupError }, "cleanup after a fatal error failed")), deadline])
+      .finally(exit);
+  };
+  process.on("uncaughtException", (error, origin) => fatal(error, origin));
+  process.on("unhandledRejection", (reason) => fatal(reason, "unhandledRejection"));
+  service = await start(config, { logger, metrics });
+  const started = service;
   let metricsServer: MetricsServer | undefined;
   const metricsPort = metricsPortFromEnv(name, env);
-  if (metricsPort !== undefined && service.metricsPort === undefined) {
-    metricsServer = await startMetricsServer(service.metricsRegistry ?? metrics, metricsPort, env.METRICS_HOST || undefined);
+  if (metricsPort !== undefined && started.metricsPort === undefined) {
+    metricsServer = await startMetricsServer(started.metricsRegistry ?? metrics, metricsPort, env.METRICS_HOST || undefined);
     logger.info({ metricsPort: metricsServer.port }, "metrics listening");
   }
   let stopping = false;
@@ -57,7 +113,7 @@ export async function runService<C extends ServiceConfig>(
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
-    service
+    started
       .stop()
       .then(() => metricsServer?.close())
       .then(() => tracing.shutdown())

@@ -1,0 +1,48 @@
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { FATAL_CLEANUP_TIMEOUT_MS, FATAL_EXIT_CODE } from "./run-service.js";
+
+const fixture = path.join(import.meta.dirname, "run-service.fixture.ts");
+const repoRoot = path.resolve(import.meta.dirname, "../../..");
+
+function runFixture(mode: string): Promise<{ code: number | null; stdout: string; elapsedMs: number }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["--import", "tsx", fixture, mode], { cwd: repoRoot, timeout: 20_000 }, (error, stdout) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, elapsedMs: Date.now() - started });
+    });
+  });
+}
+
+function fatalLine(stdout: string): Record<string, unknown> | undefined {
+  return stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .find((entry) => entry.level === 60 || entry.level === "fatal");
+}
+
+describe("runService: an uncaught error is fatal but reported first", () => {
+  it("logs an uncaught exception with the job id, lets the service clean up, and exits non-zero", async () => {
+    const { code, stdout } = await runFixture("throw");
+    expect(code).toBe(FATAL_EXIT_CODE);
+    expect(fatalLine(stdout)).toMatchObject({ msg: "uncaught error; the process exits", jobId: "job_fixture", origin: "uncaughtException", err: { message: "thrown in a job" } });
+    expect(stdout).toContain("cleanup for job_fixture: thrown in a job");
+  });
+
+  it("treats an unhandled rejection the same way", async () => {
+    const { code, stdout } = await runFixture("reject");
+    expect(code).toBe(FATAL_EXIT_CODE);
+    expect(fatalLine(stdout)).toMatchObject({ jobId: "job_fixture", origin: "unhandledRejection", err: { message: "rejected in a job" } });
+    expect(stdout).toContain("cleanup for job_fixture: rejected in a job");
+  });
+
+  it("exits after the cleanup deadline when the cleanup never settles", async () => {
+    const { code, stdout, elapsedMs } = await runFixture("hang");
+    expect(code).toBe(FATAL_EXIT_CODE);
+    expect(fatalLine(stdout)).toMatchObject({ jobId: "job_fixture" });
+    expect(elapsedMs).toBeGreaterThanOrEqual(FATAL_CLEANUP_TIMEOUT_MS);
+    expect(elapsedMs).toBeLessThan(FATAL_CLEANUP_TIMEOUT_MS + 5000);
+  }, 20_000);
+});
