@@ -91,3 +91,14 @@ export function api(baseUrl: string, key: string) {
     return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
   };
 }
+
+/**
+ * The dashboard CSRF token of a session: the `rb_csrf` cookie the gateway sets on a signed-in API response, which
+ * cookie-authenticated writes must send back as `X-CSRF-Token`.
+ */
+export async function csrfTokenOf(baseUrl: string, cookie: string): Promise<string> {
+  const response = await fetch(`${baseUrl}/me`, { headers: { cookie } });
+  const token = response.headers.getSetCookie().find((value) => value.startsWith("rb_csrf="))?.split(";")[0]?.slice("rb_csrf=".length);
+  if (!token) throw new Error(`no rb_csrf cookie from GET /me (status ${response.status})`);
+  return token;
+}
