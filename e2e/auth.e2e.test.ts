@@ -4,7 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
-import { api, createOrg, repoRoot } from "./helpers.js";
+import { api, createOrg, csrfTokenOf, repoRoot } from "./helpers.js";
 
 const UNAUTHORIZED_BODY = { error: { code: "UNAUTHORIZED", message: "Authentication is invalid or expired" } };
 
@@ -170,9 +170,16 @@ describe("authentication, API keys and rate limits through two gateway replicas"
       body: JSON.stringify({ name: "stolen" }),
     });
     expect(crossSite.status).toBe(403);
-    const sameSite = await fetch(`${origin}/api-keys`, {
+    // Same origin but without the session's CSRF token (a script elsewhere driving the cookie): refused too.
+    const withoutToken = await fetch(`${origin}/api-keys`, {
       method: "POST",
       headers: { cookie, origin, "content-type": "application/json" },
+      body: JSON.stringify({ name: "no token" }),
+    });
+    expect(withoutToken.status).toBe(403);
+    const sameSite = await fetch(`${origin}/api-keys`, {
+      method: "POST",
+      headers: { cookie, origin, "content-type": "application/json", "x-csrf-token": await csrfTokenOf(origin, cookie) },
       body: JSON.stringify({ name: "from the dashboard" }),
     });
     expect(sameSite.status).toBe(201);
@@ -203,8 +210,8 @@ describe("authentication, API keys and rate limits through two gateway replicas"
       });
       expect(response.status).toBe(200);
       const cookie = response.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
-      const post = (base: string, path: string, body: unknown, from = origin) =>
-        fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: from, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const post = async (base: string, path: string, body: unknown, from = origin) =>
+        fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: from, "content-type": "application/json", "x-csrf-token": await csrfTokenOf(origin, cookie) }, body: JSON.stringify(body) });
       const me = async (base = origin) => ((await (await fetch(`${base}/me`, { headers: { cookie } })).json()) as { data: { orgId: string; role: string } }).data;
       return { email, cookie, post, me };
     };
