@@ -34,6 +34,11 @@ export const workerConfigSchema = z.object({
   INPUT_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** A job message not acked nor heartbeated for this long goes to another worker (a crashed worker's job). */
   WORKER_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(60_000),
+  /**
+   * Tests only, ignored in production: an input URL with `?rb-test-crash=throw|sigkill` crashes the worker process
+   * (dispatch/test-crash-hook.ts), to show a crashing job is failed and the worker comes back.
+   */
+  WORKER_TEST_CRASH_HOOK: z.stringbool().default(false),
   /** Name reported with StartJob; defaults to host and pid. */
   WORKER_ID: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),

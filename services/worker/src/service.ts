@@ -8,14 +8,20 @@ import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
+import { CrashLedger, MAX_CRASHES, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
 import { RunningJobs } from "./dispatch/running-jobs.js";
+import { crashIfAsked } from "./dispatch/test-crash-hook.js";
 import { createInputAgent } from "./fetch-input/guarded-agent.js";
 import { providerError } from "./job-failure.js";
 import { registerWorkerMetrics } from "./metrics.js";
 import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
 
-/** Deliveries of one dispatch after which a job that keeps crashing the worker is failed instead of retried. */
+/** Deliveries of one dispatch after which a job whose processing keeps throwing is failed instead of retried. */
 export const MAX_ATTEMPTS = 5;
+
+/** The failure reported for a job that took its worker process down with it. */
+export const CRASHED_ONCE_MESSAGE = "processing this job crashed the worker";
+export const CRASHED_TWICE_MESSAGE = "processing this job crashed the worker twice";
 
 const OUTPUT_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -26,6 +32,13 @@ export interface WorkerService {
   workerId: string;
   /** Stops taking work; jobs in progress are stopped and handed back to the queue for another replica. */
   stop(): Promise<void>;
+  /** For runService's fatal log line: the job whose work threw (when known) and the jobs in hand. */
+  fatalContext(): Record<string, unknown>;
+  /**
+   * Before a fatal exit: the job known to have crashed the process is failed (its message ended), the other jobs in
+   * hand are handed back to the queue at once, and their ffmpeg processes are stopped.
+   */
+  onFatal(error: unknown): Promise<void>;
 }
 
 export interface WorkerServiceOptions {
@@ -46,7 +59,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const { logger } = options;
   const workerId = config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const bus = await Bus.connect({ url: config.NATS_URL, name: `worker-${workerId}`, namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
-  await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents]);
+  await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents, WORKER_ATTEMPTS]);
   const identity = serviceIdentity("worker", config);
   const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity);
   const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity);
@@ -71,6 +84,17 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     fallbackLimits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024 },
   };
   const running = new RunningJobs();
+  const crashes = new CrashLedger(bus, workerId, logger);
+  const crashHook = config.WORKER_TEST_CRASH_HOOK && config.MODE !== "production";
+  if (crashHook) logger.warn("WORKER_TEST_CRASH_HOOK is on: an input URL with ?rb-test-crash= crashes this worker");
+  /** Set by onFatal: from then on nothing settles a message or clears a marker but onFatal itself. */
+  let dying = false;
+  const never = () => new Promise<never>(() => undefined);
+  const failJob = (jobId: string, message: string) =>
+    jobsClient.failJob({ jobId, error: { code: "PROVIDER_ERROR", message: providerError(message).message } }).catch((reportError: unknown) => {
+      // CONFLICT: the job already ended.
+      if (!(reportError instanceof AppError && reportError.code === "CONFLICT")) throw reportError;
+    });
   const metrics = options.metrics ? registerWorkerMetrics(options.metrics, bus) : undefined;
 
   // Outputs outlive their download links by nothing: once the retention period is over, the files go too.
@@ -96,17 +120,35 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     logger,
     concurrency: config.WORKER_CONCURRENCY,
     ackWaitMs: config.WORKER_ACK_WAIT_MS,
-    async handle(dispatch: jobEvents.JobDispatch, { deliveryCount }) {
+    async handle(dispatch: jobEvents.JobDispatch, delivery) {
+      const { deliveryCount } = delivery;
       if (!dispatch?.jobId || !dispatch.orgId) {
         // Ids only: the message's inputs are URLs that may carry presigned credentials (SECURITY-AUDIT finding 23).
         logger.error({ jobId: idOf(dispatch?.jobId), orgId: idOf(dispatch?.orgId), deliveryCount }, "malformed dispatch message dropped");
         return;
       }
-      const signal = running.start(dispatch.jobId);
+      const { jobId } = dispatch;
+      // Deliveries that ended with their process (not naks: those clear their marker) make this a poison message.
+      const crashed = await crashes.begin(jobId, deliveryCount);
+      if (crashed >= MAX_CRASHES) {
+        logger.error({ jobId, crashes: crashed, deliveryCount }, "processing this job crashed the worker twice; failing it");
+        await failJob(jobId, CRASHED_TWICE_MESSAGE);
+        metrics?.dispatches.inc({ outcome: "dead_lettered" });
+        await crashes.end(jobId);
+        return { term: CRASHED_TWICE_MESSAGE };
+      }
+      if (crashed > 0) logger.warn({ jobId, crashes: crashed, deliveryCount }, "job comes back after crashing a worker; running it again");
+      const signal = running.start(jobId, delivery);
+      let settled = false;
       try {
-        const outcome = await processDispatch(dispatch, deps, signal, {
-          onSpawn: (pid) => options.onProviderSpawn?.(dispatch.jobId, pid),
-        });
+        const outcome = await running.run(jobId, () =>
+          (crashHook ? crashIfAsked(dispatch) : undefined) ??
+          processDispatch(dispatch, deps, signal, {
+            onSpawn: (pid) => options.onProviderSpawn?.(jobId, pid),
+          }),
+        );
+        if (dying) return await never();
+        settled = true;
         // A shutdown stops jobs through the same signal: give the job back to the queue at once.
         if (outcome === "cancelled" && shuttingDown) {
           metrics?.dispatches.inc({ outcome: "retried" });
@@ -115,18 +157,19 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
         metrics?.dispatches.inc({ outcome });
         return;
       } catch (error) {
+        if (dying) return await never();
+        settled = true;
         metrics?.dispatches.inc({ outcome: "error" });
         if (deliveryCount >= MAX_ATTEMPTS && !(error instanceof AppError && error.code === "SERVICE_UNAVAILABLE")) {
-          logger.error({ err: error, jobId: dispatch.jobId }, "job failed repeatedly; reporting it failed");
-          await jobsClient.failJob({ jobId: dispatch.jobId, error: { code: "PROVIDER_ERROR", message: providerError("the worker could not run the job").message } })
-            .catch((reportError: unknown) => {
-              if (!(reportError instanceof AppError && reportError.code === "CONFLICT")) throw reportError;
-            });
+          logger.error({ err: error, jobId }, "job failed repeatedly; reporting it failed");
+          await failJob(jobId, "the worker could not run the job");
           return;
         }
         throw error;
       } finally {
-        running.finish(dispatch.jobId);
+        running.finish(jobId);
+        // The process lived through this delivery, whatever its outcome: it is no crash.
+        if (settled) await crashes.end(jobId);
       }
     },
   });
@@ -134,6 +177,30 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
 
   return {
     workerId,
+    fatalContext() {
+      return { jobId: running.current(), runningJobIds: running.entries().map(([jobId]) => jobId) };
+    },
+    async onFatal() {
+      dying = true;
+      const inHand = running.entries();
+      // The job whose callback threw, else the only one running; with several and no context, none is blamed: each
+      // comes back with its marker (a crash on its count).
+      const culprit = running.current() ?? (inHand.length === 1 ? inHand[0]![0] : undefined);
+      await Promise.allSettled(
+        inHand.map(async ([jobId, delivery]) => {
+          if (jobId === culprit) {
+            await failJob(jobId, CRASHED_ONCE_MESSAGE);
+            await crashes.end(jobId);
+            delivery?.settle({ term: CRASHED_ONCE_MESSAGE });
+          } else {
+            if (culprit) await crashes.end(jobId);
+            delivery?.settle({ retryAfterMs: 0 });
+          }
+        }),
+      );
+      running.cancelAll();
+      await bus.nc.flush();
+    },
     async stop() {
       shuttingDown = true;
       clearInterval(pruneTimer);

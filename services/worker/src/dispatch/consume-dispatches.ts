@@ -19,8 +19,19 @@ export interface ConsumeDispatchesOptions {
   concurrency: number;
   /** Unacked messages come back after this long; heartbeats (`working()`) keep a long job's message. */
   ackWaitMs: number;
-  /** Runs one job; resolving acks the message, `{ retryAfterMs }` naks it, throwing naks it after a delay. */
-  handle(dispatch: jobEvents.JobDispatch, delivery: { deliveryCount: number }): Promise<void | { retryAfterMs: number }>;
+  /**
+   * Runs one job; resolving acks the message, `{ retryAfterMs }` naks it, `{ term }` ends its deliveries for good
+   * (the job was failed), throwing naks it after a delay.
+   */
+  handle(dispatch: jobEvents.JobDispatch, delivery: DispatchDelivery): Promise<void | { retryAfterMs: number } | { term: string }>;
+}
+
+/** One delivery of a dispatch message. */
+export interface DispatchDelivery {
+  /** 1 for the first delivery; naks and expired ack deadlines (a crashed holder) each add one. */
+  deliveryCount: number;
+  /** Settles the message now, outside the handler (a dying process handing back or ending its jobs). */
+  settle(how: { retryAfterMs: number } | { term: string }): void;
 }
 
 export interface DispatchConsumer {
@@ -71,8 +82,9 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
         async (span) => {
           try {
             const dispatch = msg.json<jobEvents.JobDispatch>();
-            const outcome = await options.handle(dispatch, { deliveryCount: msg.info.deliveryCount });
-            if (outcome) msg.nak(outcome.retryAfterMs);
+            const settle = (how: { retryAfterMs: number } | { term: string }) => ("term" in how ? msg.term(how.term) : msg.nak(how.retryAfterMs));
+            const outcome = await options.handle(dispatch, { deliveryCount: msg.info.deliveryCount, settle });
+            if (outcome) settle(outcome);
             else await msg.ackAck().catch(() => msg.ack());
           } catch (error) {
             logger.warn({ err: error, deliveryCount: msg.info.deliveryCount }, "dispatch failed; it will be retried");
