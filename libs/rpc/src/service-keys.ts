@@ -71,7 +71,7 @@ export const serviceTokenKeysVariable = () =>
     .string()
     .optional()
     .superRefine((value, context) => {
-      if (value === undefined) return;
+      if (value === undefined || value.trim() === "") return; // unset: development keys, or refused in production
       try {
         parseServiceTokenKeys(value);
       } catch (error) {

@@ -9,8 +9,9 @@ import { resolveAccessToken } from "../oauth/resolve-access-token.js";
 import type { RenderbusAuth } from "../sessions/better-auth.js";
 
 /**
- * The gRPC `Auth` service. Resolve* and GetWebhookTarget are internal (no caller context); the rest act for the
- * org in the caller's auth context, which the gateway puts in metadata.
+ * The gRPC `Auth` service. Resolve* (the gateway) and GetWebhookTarget (the dispatcher only) are internal, with no
+ * tenant; the rest act for the org in the caller's auth context, from the gateway's verified call token. Who may
+ * call which method is checked before any handler runs (libs/rpc callers.ts).
  */
 export function authRpc(store: AuthStore, betterAuth: RenderbusAuth, lastUsed: LastUsedRecorder): AsyncService<auth.AuthServer> {
   return {

@@ -8,8 +8,9 @@ import { balanceOf, listLedger, reserveCredits, type BalanceView } from "../bill
 const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance.orgId, credits: balance.available, reserved: balance.reserved });
 
 /**
- * The gRPC `Billing` service. GetBalance and ListUsage act for the caller's org; CheckBalance and ReserveCredits are
- * internal (jobs service, worker) and name the org in the request.
+ * The gRPC `Billing` service. GetBalance and ListUsage act for the caller's org; CheckBalance (the jobs service) and
+ * ReserveCredits (the worker) are internal and name the org in the request: only those services' call tokens are
+ * accepted for them (libs/rpc callers.ts).
  */
 export function billingRpc(store: AuthStore): AsyncService<auth.BillingServer> {
   return {

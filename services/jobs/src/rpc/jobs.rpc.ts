@@ -18,7 +18,8 @@ const requireId = (value: string, field: string) => {
 
 /**
  * The gRPC `Jobs` service. Client-facing methods act for the org in the caller's auth context (another org's ids
- * are NOT_FOUND); worker reports (StartJob, CompleteJob, FailJob) are internal and carry no auth context.
+ * are NOT_FOUND); worker reports (StartJob, CompleteJob, FailJob) are internal, carry no auth context, and are
+ * accepted from the worker's call token only (libs/rpc callers.ts).
  */
 export function jobsRpc(deps: JobsDeps): AsyncService<jobs.JobsServer> {
   return {
