@@ -162,7 +162,7 @@ describe("deploy manifests", () => {
 
   it("keeps secrets in a Secret and tells services to create streams with 3 replicas", () => {
     const secret = named("Secret", "renderbus-secrets")!;
-    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "SECRETS_ENCRYPTION_KEY"]);
+    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
     const config = named("ConfigMap", "renderbus-config")!;
     expect(config.data.NATS_REPLICAS).toBe("3");
     for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
@@ -212,6 +212,7 @@ describe("deploy manifests", () => {
       OUTPUT_SIGNING_SECRET: "a-real-output-signing-secret",
       SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
       BETTER_AUTH_SECRET: "x".repeat(48),
+      SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"k".repeat(32)}`).join(","),
     };
     for (const service of SERVICES) {
       const own = Object.fromEntries(
@@ -222,7 +223,7 @@ describe("deploy manifests", () => {
     }
     // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
     const auth = SCHEMAS.auth.safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData });
-    expect(auth.error?.issues.map((issue) => issue.path.join(".")).sort()).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY"]);
+    expect(auth.error?.issues.map((issue) => issue.path.join(".")).sort()).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
   });
 });
 

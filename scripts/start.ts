@@ -48,7 +48,7 @@ const system = await startSystem({
   redisUrl: infra.redisUrl,
   gatewayPort: Number(process.env.GATEWAY_PORT ?? 3000),
   outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
-  env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET)$/.test(key)) as [string, string][]),
+  env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS)$/.test(key)) as [string, string][]),
   onLine: (service, line) => {
     tails.get(service)!.push(line);
     console.log(`${prefix(service)} ${line}`);
