@@ -9,10 +9,6 @@ import type { OpenStreams } from "./open-streams.js";
 export type StreamKind = "job" | "webhook";
 
 const HEARTBEAT_MS = 15_000;
-/** A client that has not read for this long while the server waits on `drain` is dropped. */
-const DRAIN_TIMEOUT_MS = 30_000;
-/** Bytes waiting in the socket's buffer beyond which a stream is dropped at once (a client that stopped reading). */
-const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** Rechecks that could not reach the auth service in a row before the stream ends (it cannot prove it is valid). */
 const MAX_FAILED_RECHECKS = 3;
 
@@ -39,8 +35,8 @@ export interface EventStreamSpec<Prepared> {
  *
  * While open it re-resolves the request's own credential every `SSE_RECHECK_MS` (and at once on a revocation
  * event), ends after `SSE_MAX_LIFETIME_MS`, holds one of its org's `SSE_MAX_STREAMS_PER_ORG` slots, and writes
- * with backpressure: past `write() === false` it waits for 'drain' at most {@link DRAIN_TIMEOUT_MS} and lets at most
- * {@link MAX_BUFFERED_BYTES} queue before it drops the client.
+ * with backpressure: past `write() === false` it waits for 'drain' at most `drainTimeoutMs` and lets at most
+ * `maxBufferedBytes` queue before it drops the client (see {@link StreamLimits}).
  */
 export class EventStream {
   readonly id = `sse_${randomUUID()}`;
@@ -140,11 +136,24 @@ export class EventStream {
     this.ended = true;
     this.streams.delete(this);
     if (this.drainTimer) clearTimeout(this.drainTimer);
-    if (this.opened && !this.reply.raw.destroyed) {
-      if (lastEvent) this.reply.raw.write(lastEvent);
-      this.reply.raw.end();
+    const raw = this.reply.raw;
+    if (this.opened && !raw.destroyed) {
+      if (lastEvent) raw.write(lastEvent);
+      raw.end();
+      // A client that does not read what is left would hold the socket (and its buffer) forever.
+      if (raw.writableLength > 0) {
+        const timer = setTimeout(() => raw.destroy(), this.streams.limits.drainTimeoutMs).unref();
+        raw.once("close", () => clearTimeout(timer));
+      }
     }
     for (const release of this.releases.splice(0)) release();
+  }
+
+  /** Ends a stream whose client stopped reading: the connection is cut, not left to flush a buffer nobody reads. */
+  private drop(reason: string): void {
+    this.streams.deps.logger.info({ orgId: this.orgId, kind: this.kind, bufferedBytes: this.reply.raw.writableLength }, reason);
+    this.end();
+    this.reply.raw.destroy();
   }
 
   /** Claims one of the org's stream slots; answers RATE_LIMITED when the org has `SSE_MAX_STREAMS_PER_ORG` open. */
@@ -190,16 +199,12 @@ export class EventStream {
   private write(chunk: string): void {
     if (this.ended || !this.opened) return;
     const raw = this.reply.raw;
-    if (raw.writableLength > MAX_BUFFERED_BYTES) {
-      this.streams.deps.logger.info({ orgId: this.orgId, kind: this.kind }, "sse client stopped reading; stream dropped");
-      return this.end();
-    }
+    const { maxBufferedBytes, drainTimeoutMs } = this.streams.limits;
+    // Measured before the write, so one event larger than the cap still goes out (and then waits for 'drain').
+    if (raw.writableLength > maxBufferedBytes) return this.drop("sse client stopped reading; stream dropped");
     if (raw.write(chunk) || this.drainTimer) return;
-    // The socket's buffer is full: the client gets DRAIN_TIMEOUT_MS to read it before the stream is dropped.
-    this.drainTimer = setTimeout(() => {
-      this.streams.deps.logger.info({ orgId: this.orgId, kind: this.kind }, "sse client did not drain; stream dropped");
-      this.end();
-    }, DRAIN_TIMEOUT_MS);
+    // The socket's buffer is full: the client gets drainTimeoutMs to read it before the stream is dropped.
+    this.drainTimer = setTimeout(() => this.drop("sse client did not drain; stream dropped"), drainTimeoutMs);
     raw.once("drain", () => {
       clearTimeout(this.drainTimer);
       this.drainTimer = undefined;

@@ -4,6 +4,16 @@ import type { GatewayDeps } from "../deps.js";
 import { OrgStreamSlots } from "./org-stream-slots.js";
 import type { EventStream, StreamKind } from "./event-stream.js";
 
+/** How much an unread stream may cost before it is dropped. */
+export interface StreamLimits {
+  /** How long a client may leave the socket's buffer full (`write()` returned false, no 'drain' yet). */
+  drainTimeoutMs: number;
+  /** Bytes that may wait unsent for one stream (the socket's buffer beyond the kernel's); more drops the stream. */
+  maxBufferedBytes: number;
+}
+
+export const DEFAULT_STREAM_LIMITS: StreamLimits = { drainTimeoutMs: 30_000, maxBufferedBytes: 1024 * 1024 };
+
 /**
  * Every SSE stream open on this gateway replica (job events and webhook events), with what they hold. It ends
  * streams whose API key is revoked or whose org changed the moment the news arrives over NATS, caps each org's
@@ -17,7 +27,10 @@ export class OpenStreams {
   private readonly streams = new Set<EventStream>();
   private readonly unsubscribes: Array<() => void>;
 
-  constructor(readonly deps: GatewayDeps) {
+  constructor(
+    readonly deps: GatewayDeps,
+    readonly limits: StreamLimits = DEFAULT_STREAM_LIMITS,
+  ) {
     const { config, bus, redis } = deps;
     // A lease outlives three missed renewals (one per recheck) so a slow recheck never frees a live stream's slot.
     this.slots = new OrgStreamSlots(redis, { maxPerOrg: config.SSE_MAX_STREAMS_PER_ORG, leaseMs: Math.max(3 * config.SSE_RECHECK_MS, 30_000) });
