@@ -233,9 +233,11 @@ describe("the dashboard in a real browser against the running system", () => {
         await admin(system.env, "org:set-plan", "--org", orgId, "--plan", "starter");
         // Content for the lists: a small batch of QR codes submitted with the session, as the dashboard would.
         const batch = await signedIn.evaluate(async () => {
+          // As the dashboard's API client does: the session's CSRF token from the rb_csrf cookie.
+          const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? "";
           const response = await fetch("/batches", {
             method: "POST",
-            headers: { "content-type": "application/json" },
+            headers: { "content-type": "application/json", "x-csrf-token": token },
             body: JSON.stringify({ jobs: [1, 2].map((n) => ({ type: "qr.generate", params: { content: `item ${n}` } })) }),
           });
           return ((await response.json()) as { data: { id: string } }).data;

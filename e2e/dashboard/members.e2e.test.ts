@@ -76,7 +76,12 @@ describe("members and invitations in the dashboard (Better Auth organizations)",
 
   /** Creates an API key with the page's session, as the dashboard does; returns the HTTP status. */
   const createKeyStatus = (page: Page) =>
-    page.evaluate(async () => (await fetch("/api-keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "from the test" }) })).status);
+    page.evaluate(async () => {
+      // As the dashboard's API client does: the session's CSRF token from the rb_csrf cookie.
+      const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? "";
+      const headers = { "content-type": "application/json", "x-csrf-token": token };
+      return (await fetch("/api-keys", { method: "POST", headers, body: JSON.stringify({ name: "from the test" }) })).status;
+    });
 
   async function expectAccessible(page: Page) {
     expect(await seriousAccessibilityViolations(page)).toEqual([]);
@@ -192,6 +197,7 @@ describe("members and invitations in the dashboard (Better Auth organizations)",
       await inviteeRow.getByRole("button", { name: "Remove Ivan Invitee" }).click();
       const dialog = ownerPage.getByRole("dialog", { name: "Remove Ivan Invitee?" });
       await dialog.waitFor();
+      await dialog.getByText(/their API keys stop working/).waitFor();
       await expectAccessible(ownerPage);
       await screenshot(ownerPage, "members-remove-confirm");
       await dialog.getByRole("button", { name: "Remove member" }).click();
