@@ -48,7 +48,8 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
       redisUrl: infra.redisUrl,
       namespace,
       outputDir,
-      env: { PLANS_JSON: JSON.stringify(BENCH_PLANS), MODE: "development", ...extraEnv },
+      // The load comes from one address: the per-client budget (IP_REQUESTS_PER_MINUTE) is lifted like the plans'.
+      env: { PLANS_JSON: JSON.stringify(BENCH_PLANS), MODE: "development", IP_REQUESTS_PER_MINUTE: "100000000", ...extraEnv },
       onLine: (service, line) => {
         const lines = tails.get(service) ?? [];
         lines.push(line);

@@ -42,7 +42,7 @@ const system = await startSystem({
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
   namespace: `soak${randomBytes(4).toString("hex")}`,
   outputDir: mkdtempSync(join(tmpdir(), "rb-soak-out-")),
-  env: { MODE: "test", LOG_LEVEL: "warn", PLANS_JSON: JSON.stringify({ scale: { requestsPerMinute: 1_000_000, monthlyCredits: 100_000_000 } }) },
+  env: { MODE: "test", LOG_LEVEL: "warn", IP_REQUESTS_PER_MINUTE: "1000000", PLANS_JSON: JSON.stringify({ scale: { requestsPerMinute: 1_000_000, monthlyCredits: 100_000_000 } }) },
 });
 const org = await createOrg(system.env, "scale", "Soak");
 const headers = { authorization: `Bearer ${org.key}`, "content-type": "application/json" };

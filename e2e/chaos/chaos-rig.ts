@@ -77,6 +77,8 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
       // A killed worker's job goes to the restarted one after this (the default is a minute).
       WORKER_ACK_WAIT_MS: "10000",
       PLANS_JSON: JSON.stringify({ scale: { requestsPerMinute: 1_000_000, concurrency: 25, monthlyCredits: 10_000_000 } }),
+      // All load comes from 127.0.0.1.
+      IP_REQUESTS_PER_MINUTE: "1000000",
     },
     onLine: (service, line) => {
       if (/"level":(50|60)|error/i.test(line)) log(`[${service}] ${line.slice(0, 300)}`);
