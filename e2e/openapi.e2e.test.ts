@@ -22,7 +22,7 @@ describe("the served OpenAPI document describes what the running API answers", (
       redisUrl: infra.redisUrl,
       namespace: testNamespace("openapie2e"),
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      env: { MODE: "test", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }) },
+      env: { MODE: "test", IP_REQUESTS_PER_MINUTE: "1000000", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }) },
     });
   }, 180_000);
 

@@ -100,6 +100,7 @@ describe("observability end to end: one trace per job, Prometheus metrics on eve
         ...metricsEnv,
         METRICS_HOST: "127.0.0.1",
         PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }),
+        IP_REQUESTS_PER_MINUTE: "1000000",
       },
     });
   }, 180_000);

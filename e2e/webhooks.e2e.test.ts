@@ -28,6 +28,7 @@ describe("webhooks end to end: signed deliveries, retries, the delivery log and 
         // below must come from the gateway dropping the job on `webhooks.events.delivery.updated`.
         JOB_CACHE_TTL_MS: "600000",
         PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }),
+        IP_REQUESTS_PER_MINUTE: "1000000",
       },
     });
   }, 120_000);

@@ -83,7 +83,7 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
       redisUrl: infra.redisUrl,
       namespace: testNamespace("isolation"),
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      env: { MODE: "test", PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }) },
+      env: { MODE: "test", IP_REQUESTS_PER_MINUTE: "1000000", PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }) },
     });
     openapi = (await (await fetch(`${system.gatewayUrl}/openapi.json`)).json()) as typeof openapi;
 

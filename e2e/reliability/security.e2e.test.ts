@@ -61,6 +61,7 @@ describe("security in production mode: SSRF guard, secrets kept out of logs", ()
         WEBHOOK_TIMEOUT_MS: "2000",
         INPUT_FETCH_TIMEOUT_MS: "5000",
         PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }),
+        IP_REQUESTS_PER_MINUTE: "1000000",
       },
       onLine: (service, line) => lines.push(`${service} ${line}`),
     });

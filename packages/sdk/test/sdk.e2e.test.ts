@@ -18,7 +18,7 @@ describe("SDK against the running system: submit, paginate, wait, verify a real 
       redisUrl: infra.redisUrl,
       namespace: testNamespace("sdke2e"),
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      env: { MODE: "test", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }) },
+      env: { MODE: "test", IP_REQUESTS_PER_MINUTE: "1000000", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }) },
     });
   }, 120_000);
 
