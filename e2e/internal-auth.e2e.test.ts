@@ -169,6 +169,7 @@ describe("internal gRPC calls need a valid call token of a caller the method acc
     const before = await snapshot();
     const now = Math.floor(Date.now() / 1000);
     const outcomes: string[] = [];
+    let misaddressedSample = "";
     const expectCode = (label: string, actual: status, expected: status) => {
       if (actual !== expected) outcomes.push(`${label}: ${status[actual]} instead of ${status[expected]}`);
     };
@@ -186,6 +187,7 @@ describe("internal gRPC calls need a valid call token of a caller the method acc
       // A valid token of the right caller, addressed to another service.
       const otherAudience = SERVICE_NAMES.find((service) => service !== audience)!;
       const misaddressed = await identities.get(allowed.service)!.tokenFor(otherAudience, method.path, allowed.auth);
+      misaddressedSample = misaddressed;
       expectCode(`${method.path} with a token for ${otherAudience}`, (await call(method, bearer(misaddressed))).code, status.UNAUTHENTICATED);
 
       // Signed with the right key but expired.
@@ -219,6 +221,9 @@ describe("internal gRPC calls need a valid call token of a caller the method acc
     expect(after.job.status).not.toMatch(/completed|failed|cancelled/);
     expect(after.balance.reserved ?? 0).toBe(before.balance.reserved ?? 0);
     expect(lines.some((line) => line.includes("rpc call refused"))).toBe(true);
+    // Refusals are logged with their reason, never with a token or a key.
+    const secrets = [...keyring.values()].flat().map((key) => new TextDecoder().decode(key.secret));
+    expect(lines.filter((line) => secrets.some((secret) => line.includes(secret)) || line.includes(misaddressedSample))).toEqual([]);
   });
 
   it("gives an org's webhook target (with its secret) to the dispatcher only: PERMISSION_DENIED for the gateway's and the worker's valid tokens", async () => {
