@@ -100,8 +100,10 @@ async function waitForFirstEvent(client: SseClient): Promise<SseEvent> {
 const endedWithin = (client: SseClient, ms: number) => Promise.race([client.ended, sleep(ms).then(() => undefined)]);
 
 /** The gateway's `/metrics` values this file watches (what open streams hold, and the process's live timers). */
-async function streamGauges(gatewayUrl: string) {
-  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+async function streamGauges(gatewayUrl: string, metricsPort: number) {
+  // /metrics is on GATEWAY_METRICS_PORT once it is off the public listener (finding 13), else on the HTTP port.
+  const scrape = (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined)) ?? (await fetch(`${gatewayUrl}/metrics`));
+  const text = await scrape.text();
   const value = (pattern: RegExp) => {
     const match = pattern.exec(text);
     if (!match) throw new Error(`metric ${pattern} missing from /metrics`);
@@ -150,6 +152,7 @@ function timeToFirstByte(gatewayUrl: string, path: string, key: string): Promise
 
 describe("SSE streams end with their credential, their lifetime and their client, and are capped per org", () => {
   let system: RunningSystem;
+  let metricsPort: number;
   let database: pg.Client;
   let redis: Redis;
   /** A second gateway replica on the same services and Redis, with a fast recheck and a short lifetime. */
@@ -161,6 +164,7 @@ describe("SSE streams end with their credential, their lifetime and their client
   beforeAll(async () => {
     const infra = testInfra();
     const databaseUrl = await createTestDatabase("sse");
+    metricsPort = await getFreePort();
     system = await startSystem({
       repoRoot,
       databaseUrl,
@@ -175,6 +179,7 @@ describe("SSE streams end with their credential, their lifetime and their client
         SSE_RECHECK_MS: "60000",
         // Every request of this file comes from 127.0.0.1.
         IP_REQUESTS_PER_MINUTE: "100000",
+        GATEWAY_METRICS_PORT: String(metricsPort),
       },
     });
     // Without a worker, jobs stay queued, so their streams stay open.
@@ -185,7 +190,7 @@ describe("SSE streams end with their credential, their lifetime and their client
     fastGatewayUrl = `http://127.0.0.1:${port}`;
     fastGateway = spawn(command, args, {
       cwd: repoRoot,
-      env: { ...process.env, ...system.env, GATEWAY_PORT: String(port), SSE_RECHECK_MS: String(FAST_RECHECK_MS), SSE_MAX_LIFETIME_MS: String(FAST_LIFETIME_MS) },
+      env: { ...process.env, ...system.env, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()), SSE_RECHECK_MS: String(FAST_RECHECK_MS), SSE_MAX_LIFETIME_MS: String(FAST_LIFETIME_MS) },
       stdio: "ignore",
     });
     await waitFor(async () => (await fetch(`${fastGatewayUrl}/readyz`).catch(() => undefined))?.ok, { timeoutMs: 60_000, what: "second gateway ready" });
@@ -344,8 +349,8 @@ describe("SSE streams end with their credential, their lifetime and their client
     const { orgId, key, jobId } = await orgWithStreamKey();
     const gateway = system.gatewayUrl;
     const paths = ["/webhooks/events/stream", `/jobs/${jobId}/events`];
-    await waitFor(async () => ((await streamGauges(gateway)).streams === 0 ? true : undefined), { what: "no open streams before" });
-    const before = await streamGauges(gateway);
+    await waitFor(async () => ((await streamGauges(gateway, metricsPort)).streams === 0 ? true : undefined), { what: "no open streams before" });
+    const before = await streamGauges(gateway, metricsPort);
 
     // Drops land anywhere from before the request is parsed to after the stream opened.
     const setupMs = Math.max(...(await Promise.all(paths.map((path) => timeToFirstByte(gateway, path, key)))));
@@ -358,10 +363,10 @@ describe("SSE streams end with their credential, their lifetime and their client
     };
     await Promise.all(Array.from({ length: 8 }, dropClients));
 
-    let after = await streamGauges(gateway);
+    let after = await streamGauges(gateway, metricsPort);
     for (const deadline = Date.now() + 10_000; (after.streams !== before.streams || after.held !== before.held) && Date.now() < deadline; ) {
       await sleep(100);
-      after = await streamGauges(gateway);
+      after = await streamGauges(gateway, metricsPort);
     }
     const { timers: timersAfter, ...heldAfter } = after;
     const { timers: timersBefore, ...heldBefore } = before;

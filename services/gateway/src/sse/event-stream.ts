@@ -51,6 +51,8 @@ export class EventStream {
   private failedRechecks = 0;
   private drainTimer: NodeJS.Timeout | undefined;
   private revalidate: ((auth: AuthContext) => void) | undefined;
+  /** Why the stream was ended by the server (revoked, plan lost), if it was. */
+  private failure: AppError | undefined;
 
   constructor(
     private readonly request: FastifyRequest,
@@ -211,7 +213,13 @@ export class EventStream {
     });
   }
 
+  /** The error that ended the stream before it opened (a revocation during set-up), for the answer. */
+  get failedWith(): AppError | undefined {
+    return this.failure;
+  }
+
   private fail(error: AppError): void {
+    this.failure ??= error;
     this.end(`event: error\ndata: ${JSON.stringify(error.toBody())}\n\n`);
   }
 
@@ -269,6 +277,8 @@ export async function serveEventStream<Prepared>(streams: OpenStreams, request: 
   } catch (error) {
     const opened = reply.sent;
     stream.end();
+    // Revoked while being set up, with the client still there: it gets the 401 like any other request.
+    if (error instanceof ClientGone && !opened && stream.failedWith && !reply.raw.destroyed) throw stream.failedWith;
     if (!(error instanceof ClientGone) && !opened) throw error;
     if (!(error instanceof ClientGone)) streams.deps.logger.warn({ err: error, orgId: stream.orgId, kind: spec.kind }, "sse stream failed after it opened");
     // Nobody to answer: take the response from Fastify so it does not try to send one.
