@@ -196,10 +196,15 @@ describe("deploy manifests", () => {
       const container = containerOf(deployment);
       const port = (container.ports as Doc[]).find((each) => String(each.containerPort) === annotations["prometheus.io/port"]);
       expect(port, `${service} declares port ${annotations["prometheus.io/port"]}`).toBeDefined();
-      // The gateway serves /metrics on its HTTP port; the others on their own METRICS_PORT.
+      // Every service serves /metrics on its own port: METRICS_PORT, the gateway's GATEWAY_METRICS_PORT (never its
+      // public HTTP port, which its Service exposes alone).
       const env = Object.fromEntries((container.env as Doc[]).map((entry) => [entry.name, entry.value]));
-      if (service === "gateway") expect(String(port!.containerPort)).toBe(env.GATEWAY_PORT);
-      else expect(env.METRICS_PORT, service).toBe(annotations["prometheus.io/port"]);
+      if (service === "gateway") {
+        expect(env.GATEWAY_METRICS_PORT).toBe(annotations["prometheus.io/port"]);
+        expect(env.GATEWAY_METRICS_PORT).not.toBe(env.GATEWAY_PORT);
+        const exposed = (named("Service", "gateway")!.spec.ports as Doc[]).map((each) => each.targetPort);
+        expect(exposed).toEqual(["http"]);
+      } else expect(env.METRICS_PORT, service).toBe(annotations["prometheus.io/port"]);
     }
     // With a port to answer on, the worker's liveness is an HTTP check, not a process listing.
     expect(containerOf(serviceDeployment("worker")).livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
@@ -265,7 +270,7 @@ describe("docker-compose.yml", () => {
     const prometheus = parse(readFileSync(join(deployDir, "prometheus.yml"), "utf8")) as Doc;
     const targets = (prometheus.scrape_configs as Doc[]).flatMap((job) => (job.static_configs as Doc[]).flatMap((config) => config.targets as string[]));
     for (const service of SERVICES) {
-      const port = service === "gateway" ? envOf("gateway").GATEWAY_PORT : envOf(service).METRICS_PORT;
+      const port = service === "gateway" ? envOf("gateway").GATEWAY_METRICS_PORT : envOf(service).METRICS_PORT;
       expect(targets, service).toContain(`${service}:${port}`);
     }
     expect(compose.services.prometheus.volumes[0]).toMatch(/^\.\/deploy\/prometheus\.yml:/);

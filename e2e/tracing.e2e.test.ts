@@ -182,7 +182,9 @@ describe("observability end to end: one trace per job, Prometheus metrics on eve
       expect(response.status).toBe(200);
       return response.text();
     };
-    const texts: Record<string, string> = { gateway: await scrape(`${system.gatewayUrl}/metrics`) };
+    // The gateway's metrics are on GATEWAY_METRICS_PORT only: its public port does not serve them.
+    expect((await fetch(`${system.gatewayUrl}/metrics`)).status).toBe(404);
+    const texts: Record<string, string> = { gateway: await scrape(system.gatewayMetricsUrl) };
     for (const service of ["auth", "jobs", "worker", "webhook-dispatcher"] as const) {
       const port = metricsPorts.get(service);
       texts[service] = await scrape(`http://127.0.0.1:${port}/metrics`);

@@ -7,7 +7,16 @@ export const HEALTH_STATUS_NAMES = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVIC
 // grpc.health.v1 encoded by hand: two one-field messages (HealthCheckRequest{service=1},
 // HealthCheckResponse{status=1}) do not justify a proto loader at runtime.
 const encodeRequest = (service: string) => Buffer.from(new BinaryWriter().uint32(10).string(service).finish());
-const decodeRequest = (bytes: Buffer) => new BinaryReader(bytes).string();
+function decodeRequest(bytes: Buffer): string {
+  const reader = new BinaryReader(bytes);
+  let service = "";
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    if (tag >>> 3 === 1) service = reader.string();
+    else reader.skip(tag & 7);
+  }
+  return service;
+}
 const encodeStatus = (status: string) =>
   Buffer.from(new BinaryWriter().uint32(8).int32(Math.max(0, HEALTH_STATUS_NAMES.indexOf(status as never))).finish());
 function decodeStatus(bytes: Buffer): string {
@@ -41,15 +50,45 @@ export function createHealthClient(address: string): HealthClient {
   return new HealthClient(address, credentials.createInsecure()) as HealthClient;
 }
 
-/** The health status name reported by the gRPC server at `address`; rejects when it cannot be reached in time. */
-export function checkRpcHealth(address: string, timeoutMs = 1000, service = ""): Promise<string> {
-  const client = createHealthClient(address);
+/** The status name `client`'s server reports; rejects when it cannot be reached within `timeoutMs`. */
+function statusOf(client: HealthClient, timeoutMs: number, service: string): Promise<string> {
   return new Promise((resolve, reject) =>
-    client.check(service, { deadline: new Date(Date.now() + timeoutMs) }, (error, status) => {
-      client.close();
-      return error ? reject(error) : resolve(status);
-    }),
+    client.check(service, { deadline: new Date(Date.now() + timeoutMs) }, (error, status) => (error ? reject(error) : resolve(status))),
   );
+}
+
+/**
+ * Repeated health checks of one gRPC server over one channel, opened on the first check and kept (grpc-js
+ * reconnects it when the server comes back). For probes that run often, such as a readiness endpoint: a channel per
+ * check costs a TCP and HTTP/2 handshake each time, which a caller can make the prober pay (SECURITY-AUDIT finding 13).
+ */
+export class RpcHealthProbe {
+  private client: HealthClient | undefined;
+
+  constructor(private readonly address: string) {}
+
+  /** The status name the server reports; rejects when it cannot be reached in time. */
+  status(timeoutMs = 1000, service = ""): Promise<string> {
+    this.client ??= createHealthClient(this.address);
+    return statusOf(this.client, timeoutMs, service);
+  }
+
+  /** True when the server answers SERVING within the timeout. */
+  isServing(timeoutMs = 1000, service = ""): Promise<boolean> {
+    return this.status(timeoutMs, service).then((status) => status === "SERVING", () => false);
+  }
+
+  /** Closes the channel; a later check opens a new one. */
+  close(): void {
+    this.client?.close();
+    this.client = undefined;
+  }
+}
+
+/** The health status name reported by the gRPC server at `address`, over a channel opened for this one check. */
+export function checkRpcHealth(address: string, timeoutMs = 1000, service = ""): Promise<string> {
+  const probe = new RpcHealthProbe(address);
+  return probe.status(timeoutMs, service).finally(() => probe.close());
 }
 
 /** True when the gRPC server at `address` answers the standard health check with SERVING within the timeout. */

@@ -69,6 +69,8 @@ export interface SystemOptions {
 
 export interface RunningSystem {
   gatewayUrl: string;
+  /** The gateway's Prometheus `/metrics` (GATEWAY_METRICS_PORT: not on the public port). */
+  gatewayMetricsUrl: string;
   /** Starts another gateway replica on a free port (same services, same Redis) and returns its URL. */
   addGateway(): Promise<string>;
   env: Record<string, string>;
@@ -86,7 +88,7 @@ export interface RunningSystem {
  */
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
   const gatewayPort = options.gatewayPort ?? (await getFreePort());
-  const [authGrpc, jobsGrpc, webhooksGrpc, authHttp] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
+  const [authGrpc, jobsGrpc, webhooksGrpc, authHttp, gatewayMetrics] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
   const publicUrl = `http://127.0.0.1:${gatewayPort}`;
   const env: Record<string, string> = {
     MODE: "development",
@@ -96,6 +98,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     NATS_NAMESPACE: options.namespace ?? "",
     REDIS_URL: options.redisUrl,
     GATEWAY_PORT: String(gatewayPort),
+    // Systems run side by side in tests; each gateway needs its own metrics port (the default 9464 is one per host).
+    GATEWAY_METRICS_PORT: String(gatewayMetrics),
     PUBLIC_URL: publicUrl,
     AUTH_GRPC_PORT: String(authGrpc),
     AUTH_GRPC_ADDRESS: `127.0.0.1:${authGrpc}`,
@@ -153,13 +157,14 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const extraGateways: ChildProcess[] = [];
   const system: RunningSystem = {
     gatewayUrl: publicUrl,
+    gatewayMetricsUrl: `http://127.0.0.1:${env.GATEWAY_METRICS_PORT}/metrics`,
     env,
     addGateway: async () => {
       const port = await getFreePort();
       const { command, args } = serviceCommand(options.repoRoot, "gateway", runtime);
       const child = spawn(command, args, {
         cwd: options.repoRoot,
-        env: { ...process.env, ...env, GATEWAY_PORT: String(port) },
+        env: { ...process.env, ...env, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
         stdio: ["ignore", "pipe", "pipe"],
       });
       extraGateways.push(child);

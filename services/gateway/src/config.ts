@@ -8,6 +8,12 @@ export const gatewayConfigSchema = z.object({
   LOG_LEVEL: env.logLevel(),
   GATEWAY_PORT: env.port(3000),
   GATEWAY_HOST: z.string().default("127.0.0.1"),
+  /**
+   * Port of Prometheus `/metrics` (and a `/healthz`), on GATEWAY_HOST but never on the public GATEWAY_PORT: metrics
+   * reveal traffic and tenants' activity, and scraping them costs CPU. 9464 as METRICS_PORT of the other services;
+   * 0 picks a free port.
+   */
+  GATEWAY_METRICS_PORT: env.port(9464),
   /** The URL users reach the gateway at: download links, cookie security (https => Secure) and CSRF origin. */
   PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
   /**

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { auth, jobs, webhooks } from "@renderbus/contracts";
 import { Bus } from "@renderbus/bus";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
-import { createMetricsRegistry, instrumentHttpServer, type Logger, type Registry } from "@renderbus/telemetry";
+import { createMetricsRegistry, instrumentHttpServer, startMetricsServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
 import { createLocalOutputStore } from "@renderbus/storage";
 import type { GatewayConfig } from "./config.js";
@@ -17,7 +17,7 @@ import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
 export interface GatewayService {
   port: number;
   url: string;
-  /** `/metrics` is served on the HTTP port. */
+  /** Port of Prometheus `/metrics` (GATEWAY_METRICS_PORT), apart from the public HTTP port. */
   metricsPort: number;
   stop(): Promise<void>;
 }
@@ -70,14 +70,18 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.GATEWAY_PORT;
   logger.info({ port }, "gateway listening");
+  // Off the public listener (SECURITY-AUDIT finding 13); on the same host, so Prometheus reaches it where clients do.
+  const metricsServer = await startMetricsServer(deps.metrics, config.GATEWAY_METRICS_PORT, config.GATEWAY_HOST);
+  logger.info({ metricsPort: metricsServer.port }, "metrics listening");
 
   return {
     port,
     url: `http://127.0.0.1:${port}`,
-    metricsPort: port,
+    metricsPort: metricsServer.port,
     stop: async () => {
       // Stop taking requests, let in-flight ones finish, then close clients.
       await app.close();
+      await metricsServer.close();
       stopRevoked();
       stopGatewayRevoked();
       stopOrgUpdated();
