@@ -196,7 +196,8 @@ describe("credentials under attack: revocation on every replica, keys bound to m
       const write = (headers: Record<string, string>) =>
         fetch(`${system.gatewayUrl}/api-keys`, { method: "POST", headers: { cookie: person.cookie, origin: system.gatewayUrl, "content-type": "application/json", ...headers }, body: JSON.stringify({ name: "k" }) });
       const other = await signUp(system.gatewayUrl, "Other");
-      for (const headers of [{}, { "x-csrf-token": "" }, { "x-csrf-token": person.token.slice(1) }, { "x-csrf-token": other.token }]) {
+      const wrong: Record<string, string>[] = [{}, { "x-csrf-token": "" }, { "x-csrf-token": person.token.slice(1) }, { "x-csrf-token": other.token }];
+      for (const headers of wrong) {
         const refused = await write(headers);
         expect(refused.status).toBe(403);
         expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");

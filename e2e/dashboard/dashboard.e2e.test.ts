@@ -234,7 +234,7 @@ describe("the dashboard in a real browser against the running system", () => {
         // Content for the lists: a small batch of QR codes submitted with the session, as the dashboard would.
         const batch = await signedIn.evaluate(async () => {
           // As the dashboard's API client does: the session's CSRF token from the rb_csrf cookie.
-          const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? "";
+          const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec((globalThis as unknown as { document: { cookie: string } }).document.cookie)?.[1] ?? "";
           const response = await fetch("/batches", {
             method: "POST",
             headers: { "content-type": "application/json", "x-csrf-token": token },

@@ -78,7 +78,7 @@ describe("members and invitations in the dashboard (Better Auth organizations)",
   const createKeyStatus = (page: Page) =>
     page.evaluate(async () => {
       // As the dashboard's API client does: the session's CSRF token from the rb_csrf cookie.
-      const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? "";
+      const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec((globalThis as unknown as { document: { cookie: string } }).document.cookie)?.[1] ?? "";
       const headers = { "content-type": "application/json", "x-csrf-token": token };
       return (await fetch("/api-keys", { method: "POST", headers, body: JSON.stringify({ name: "from the test" }) })).status;
     });
