@@ -48,7 +48,11 @@ const system = await startSystem({
   redisUrl: infra.redisUrl,
   gatewayPort: Number(process.env.GATEWAY_PORT ?? 3000),
   outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
-  env: Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS)$/.test(key)) as [string, string][]),
+  env: {
+    // The gateway's Prometheus port at its usual place (startSystem otherwise takes a free one, as tests need).
+    GATEWAY_METRICS_PORT: "9464",
+    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
+  },
   onLine: (service, line) => {
     tails.get(service)!.push(line);
     console.log(`${prefix(service)} ${line}`);
@@ -67,6 +71,7 @@ console.log(`
   API        ${system.gatewayUrl}
   Dashboard  ${system.gatewayUrl}/app/
   API docs   ${system.gatewayUrl}/docs
+  Metrics    ${system.gatewayMetricsUrl}
   Demo org   ${demo.orgId} (plan pro)
   API key    ${demo.key}
 
