@@ -1,0 +1,194 @@
+/**
+ * `npm start` for real, from a copy of this checkout inside a mode-700 folder (as /root is), with no PostgreSQL,
+ * NATS or Redis where it looks: it must start its own servers with their data where the postgres OS user can reach
+ * it, serve /readyz, bring back a service killed with SIGKILL, and leave nothing running after Ctrl-C.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify, stripVTControlCharacters } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { api, makeTestVideo, startFileServer, waitFor } from "../e2e/helpers.js";
+import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
+
+const run = promisify(execFile);
+const repoRoot = resolve(import.meta.dirname, "..");
+const isRoot = process.getuid?.() === 0;
+
+/** Everything `npm start` printed so far, colours removed. */
+let output = "";
+let npmStart: ChildProcess | undefined;
+let privateParent: string;
+let checkout: string;
+let gatewayUrl: string;
+
+/**
+ * Copies the working tree (tracked and new files, as they are now, with their modification times) into `target`,
+ * and gives it a node_modules of links to this checkout's packages, with the workspace packages linked to the
+ * copy's own folders: no install, and the copy runs its own code.
+ */
+async function copyCheckout(target: string): Promise<void> {
+  mkdirSync(target, { recursive: true });
+  await run("sh", ["-c", `git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xpf - -C '${target}'`], {
+    cwd: repoRoot,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const dashboardBuild = join(repoRoot, "apps", "dashboard", "dist");
+  if (existsSync(dashboardBuild)) cpSync(dashboardBuild, join(target, "apps", "dashboard", "dist"), { recursive: true, preserveTimestamps: true });
+
+  const modules = join(target, "node_modules");
+  mkdirSync(modules);
+  for (const entry of readdirSync(join(repoRoot, "node_modules"))) {
+    if (entry === "@renderbus" || entry === ".package-lock.json") continue;
+    symlinkSync(join(repoRoot, "node_modules", entry), join(modules, entry));
+  }
+  mkdirSync(join(modules, "@renderbus"));
+  for (const entry of readdirSync(join(repoRoot, "node_modules", "@renderbus"))) {
+    // Relative links (../../libs/bus): inside the copy they point at the copy's workspace folders.
+    symlinkSync(readlinkSync(join(repoRoot, "node_modules", "@renderbus", entry)), join(modules, "@renderbus", entry));
+  }
+  // scripts/bootstrap.mjs installs when a manifest is newer than this marker; the copy's dependencies are this
+  // checkout's, so it counts as installed now.
+  cpSync(join(repoRoot, "node_modules", ".package-lock.json"), join(modules, ".package-lock.json"));
+  const now = new Date();
+  utimesSync(join(modules, ".package-lock.json"), now, now);
+}
+
+function lineMatching(pattern: RegExp): RegExpExecArray | undefined {
+  return pattern.exec(output) ?? undefined;
+}
+
+/** Polls `${gatewayUrl}/readyz` until it answers `status`. */
+async function readyzAnswers(status: number, timeoutMs: number): Promise<void> {
+  await waitFor(async () => (await fetch(`${gatewayUrl}/readyz`).then((response) => response.status, () => 0)) === status || undefined, {
+    timeoutMs,
+    intervalMs: 50,
+    what: `/readyz answering ${status}`,
+  });
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with nothing running", () => {
+  beforeAll(async () => {
+    privateParent = await mkdtemp(join(tmpdir(), "renderbus-private-home-"));
+    await chmod(privateParent, 0o700);
+    checkout = join(privateParent, "renderbus");
+    await copyCheckout(checkout);
+
+    const [postgresPort, natsPort, redisPort, gatewayPort, metricsPort] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
+    gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      // Nothing listens on these: npm start must start its own servers.
+      RENDERBUS_POSTGRES_PORT: String(postgresPort),
+      RENDERBUS_NATS_PORT: String(natsPort),
+      RENDERBUS_REDIS_PORT: String(redisPort),
+      GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(metricsPort),
+    };
+    // As from a terminal: nothing of this test run's environment (vitest's MODE, NODE_ENV, VITEST_*).
+    for (const name of Object.keys(env)) {
+      if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
+    }
+    // Its own process group, as in a terminal: Ctrl-C reaches npm and everything it started.
+    npmStart = spawn("npm", ["start"], { cwd: checkout, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    for (const stream of [npmStart.stdout!, npmStart.stderr!]) {
+      stream.on("data", (chunk: Buffer) => (output += stripVTControlCharacters(chunk.toString("utf8"))));
+    }
+    await waitFor(() => output.includes("Renderbus is running") || npmStart!.exitCode !== null || undefined, { timeoutMs: 420_000, intervalMs: 200, what: "npm start" });
+    if (!output.includes("Renderbus is running")) throw new Error(`npm start exited (${npmStart.exitCode}):\n${output.slice(-5000)}`);
+  }, 480_000);
+
+  afterAll(async () => {
+    // For a failure's post-mortem: everything npm start printed.
+    writeFileSync(join(tmpdir(), "renderbus-start-int-test.log"), output);
+    if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
+    for (const match of output.matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
+      if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");
+    }
+    const dataDir = lineMatching(/local servers keep their data in (\S+)/)?.[1];
+    if (dataDir?.startsWith("/var/lib/renderbus/")) await rm(dataDir, { recursive: true, force: true });
+    if (privateParent) await rm(privateParent, { recursive: true, force: true });
+  }, 60_000);
+
+  it("keeps the servers' data in a folder of the checkout's own that the postgres OS user can reach, and says where", () => {
+    const chosen = lineMatching(/\[start\] local servers keep their data in (\S+) \((.*)\)/);
+
+    expect(chosen?.[1]).toMatch(/^\/var\/lib\/renderbus\/[0-9a-f]{12}$/);
+    expect(chosen?.[2]).toContain(`${checkout} is not reachable by OS user postgres`);
+    expect(existsSync(join(chosen![1]!, "postgres", "data", "PG_VERSION"))).toBe(true);
+    expect(output).toMatch(/postgres: started pid \d+ at postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres/);
+    expect(output).toMatch(/nats: started pid \d+/);
+    expect(output).toMatch(/redis: started pid \d+/);
+  });
+
+  it("answers /readyz with 200 once every service is up", async () => {
+    await readyzAnswers(200, 30_000);
+  });
+
+  it("brings back a worker killed with SIGKILL, printing its last lines, and the new worker completes a job", async () => {
+    const workerPid = Number(lineMatching(/\[start\] services: .*worker pid (\d+)/)?.[1]);
+    expect(isProcessAlive(workerPid)).toBe(true);
+
+    process.kill(workerPid, "SIGKILL");
+    const restarted = await waitFor(() => lineMatching(/\[start\] worker restarted \(pid (\d+)\)/), { timeoutMs: 20_000, what: "the worker's restart" });
+
+    // Services buffer up to 4 KB of log lines (libs/telemetry/src/logger.ts): a SIGKILL may leave nothing to show.
+    expect(output).toMatch(/\[start\] worker exited \(SIGKILL\) after [\d.]+ s up; restarting in 0\.5 s(; its last \d+ lines:\n {4}\S| \(it printed nothing\))/);
+    const newPid = Number(restarted[1]);
+    expect(newPid).not.toBe(workerPid);
+    expect(isProcessAlive(newPid)).toBe(true);
+
+    const key = lineMatching(/API key\s+(rb_[A-Za-z0-9_-]+)/)![1]!;
+    const media = await startFileServer(await makeTestVideo());
+    try {
+      const call = api(gatewayUrl, key);
+      const submitted = await call("POST", "/jobs", { type: "extract.metadata", inputs: { source: media.url("clip.mp4") } });
+      expect(submitted.status).toBe(201);
+      const finished = await waitFor(
+        async () => {
+          const job = (await call("GET", `/jobs/${submitted.body.data.id}`)).body.data;
+          return ["completed", "failed", "cancelled"].includes(job.status) ? job : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: "the job to finish" },
+      );
+      expect(finished.status).toBe("completed");
+    } finally {
+      await media.close();
+    }
+  }, 120_000);
+
+  it("answers /readyz with 503 while a killed gRPC service is down, and 200 once it is back", async () => {
+    const jobsPid = Number(lineMatching(/\[start\] services: .*jobs pid (\d+)/)?.[1]);
+
+    process.kill(jobsPid, "SIGKILL");
+    await readyzAnswers(503, 10_000);
+    await waitFor(() => lineMatching(/\[start\] jobs restarted \(pid \d+\)/), { timeoutMs: 60_000, what: "the jobs service's restart" });
+    await readyzAnswers(200, 30_000);
+  }, 120_000);
+
+  it("stops everything it started on Ctrl-C", async () => {
+    const pids = [...output.matchAll(/(?:postgres|nats|redis): started pid (\d+)|restarted \(pid (\d+)\)|(?:auth|jobs|webhook-dispatcher|worker|gateway) pid (\d+)/g)].map((match) =>
+      Number(match[1] ?? match[2] ?? match[3]),
+    );
+    expect(pids.length).toBeGreaterThanOrEqual(3 + 5 + 2);
+
+    process.kill(-npmStart!.pid!, "SIGINT");
+    await waitFor(() => (!groupAlive(npmStart!.pid!) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+
+    const afterCtrlC = output.slice(output.indexOf("[start] stopping services..."));
+    expect(afterCtrlC).toContain("[start] stopping services...");
+    expect(afterCtrlC).not.toMatch(/restarting in|restarted \(pid/);
+    expect(await fetch(`${gatewayUrl}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
+  }, 90_000);
+});
