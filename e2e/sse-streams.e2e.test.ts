@@ -235,11 +235,11 @@ describe("SSE streams end with their credential, their lifetime and their client
 
     expect((await call("DELETE", `/api-keys/${keyId}`)).status).toBe(200);
     const revokedAt = Date.now();
-    // This gateway rechecks once a minute: ending within a second is the revocation event's doing.
+    // This gateway rechecks once a minute: ending within two seconds is the revocation event's doing.
     for (const stream of [webhookStream, jobStream, otherReplicaStream]) {
-      const endedAt = await endedWithin(stream, 1_000);
-      expect(endedAt, "stream still open 1 s after its key was revoked").toBeDefined();
-      expect(endedAt! - revokedAt).toBeLessThan(1_000);
+      const endedAt = await endedWithin(stream, 2_000);
+      expect(endedAt, "stream still open 2 s after its key was revoked").toBeDefined();
+      expect(endedAt! - revokedAt).toBeLessThan(2_000);
       expect(stream.complete()).toBe(true);
       expect(stream.events.at(-1)).toEqual({ event: "error", data: UNAUTHORIZED_BODY });
     }
@@ -258,10 +258,10 @@ describe("SSE streams end with their credential, their lifetime and their client
     await database.query("update auth.api_keys set revoked_at = $1 where id = $2", [Date.now(), keyId]);
     const revokedAt = Date.now();
     for (const stream of [webhookStream, jobStream]) {
-      const endedAt = await endedWithin(stream, FAST_RECHECK_MS * 4);
+      const endedAt = await endedWithin(stream, FAST_RECHECK_MS * 6);
       expect(endedAt, "stream still open after several rechecks").toBeDefined();
       expect(stream.events.at(-1)).toEqual({ event: "error", data: UNAUTHORIZED_BODY });
-      expect(endedAt! - revokedAt).toBeLessThan(FAST_RECHECK_MS * 4);
+      expect(endedAt! - revokedAt).toBeLessThan(FAST_RECHECK_MS * 6);
     }
   });
 
@@ -288,9 +288,9 @@ describe("SSE streams end with their credential, their lifetime and their client
     const signOut = await fetch(`${origin}/auth/sign-out`, { method: "POST", headers: { cookie, origin, "content-type": "application/json" }, body: "{}" });
     expect(signOut.status).toBe(200);
     const signedOutAt = Date.now();
-    const endedAt = await endedWithin(stream, FAST_RECHECK_MS * 4);
+    const endedAt = await endedWithin(stream, FAST_RECHECK_MS * 6);
     expect(endedAt, "stream still open after several rechecks").toBeDefined();
-    expect(endedAt! - signedOutAt).toBeLessThan(FAST_RECHECK_MS * 4);
+    expect(endedAt! - signedOutAt).toBeLessThan(FAST_RECHECK_MS * 6);
     expect(stream.events.at(-1)).toEqual({ event: "error", data: UNAUTHORIZED_BODY });
   });
 
