@@ -15,6 +15,7 @@ import {
 } from "@nats-io/jetstream";
 import { SpanKind, context as otelContext } from "@opentelemetry/api";
 import { contextFromTraceHeaders, currentTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
+import { natsConnectionOptions, natsCredentialsFromEnv, splitNatsUrl, type NatsCredentials } from "./nats-credentials.js";
 import { nanos, streamConfig, type StreamSpec } from "./streams.js";
 
 export interface BusOptions {
@@ -29,6 +30,12 @@ export interface BusOptions {
   /** Stream replicas (3 on a JetStream cluster). */
   replicas?: number;
   logger?: Logger;
+  /**
+   * User, password or creds file, TLS files. Default: a user and password in `url`, else the environment
+   * (`NATS_USER`, `NATS_PASSWORD`, `NATS_CREDS`, `NATS_TLS_*`; see nats-credentials.ts). With `MODE=production` in
+   * the environment, connecting without any throws MissingNatsCredentialsError.
+   */
+  credentials?: NatsCredentials;
 }
 
 /** A message as handed to consumer handlers: subject without the namespace, parsed JSON body, flat headers. */
@@ -89,9 +96,18 @@ export interface PublishOptions {
   headers?: Record<string, string>;
 }
 
+/** First wait before a failed consume loop opens its iterator again; doubles on each failure in a row. */
+export const CONSUME_RETRY_MIN_MS = 250;
+/** Longest wait between two attempts of a failed consume loop. */
+export const CONSUME_RETRY_MAX_MS = 30_000;
+
 /** JetStream access for one process: declared streams, publishing with dedup ids, durable consumers. */
 export class Bus {
   private readonly consumers = new Set<ConsumerHandle>();
+  /** Each consume loop's state: false between a failure of its iterator and its recovery. */
+  private readonly readyLoops = new Map<symbol, boolean>();
+  private readonly readinessListeners = new Set<(ready: boolean) => void>();
+  private lastReadiness = true;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -104,7 +120,11 @@ export class Bus {
     // noAsyncTraces: without it every request, and so every JetStream publish, builds two Error objects (stack
     // captures) in case it fails; they were ~4% of the dispatcher's CPU under load. A failed publish still rejects
     // with its cause; only the caller's async stack is missing from it.
-    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
+    const { url, credentials: fromUrl } = splitNatsUrl(options.url);
+    const fromEnv = natsCredentialsFromEnv();
+    const credentials = options.credentials ?? (fromUrl ? { ...fromEnv, ...fromUrl } : fromEnv);
+    const auth = natsConnectionOptions(url, credentials, process.env.MODE === "production");
+    const nc = await connect({ servers: url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true, ...auth });
     const jsm = await jetstreamManager(nc);
     return new Bus(nc, jetstream(nc), jsm, options);
   }
@@ -205,7 +225,7 @@ export class Bus {
     // One bound on messages in flight across the durables: `concurrency` is the process's, whatever the layout.
     const inFlight = new Set<Promise<void>>();
     const handles: ConsumerHandle[] = [];
-    for (const durable of durables) handles.push(await this.consumeDurable(stream, durable.name, options, inFlight));
+    for (const durable of durables) handles.push(await this.consumeDurable(stream, durable, options, inFlight));
     return { stop: async () => void (await Promise.all(handles.map((handle) => handle.stop()))) };
   }
 
@@ -249,12 +269,28 @@ export class Bus {
     });
   }
 
-  /** Processes one durable's messages until stopped. */
-  private async consumeDurable<T>(stream: string, durable: string, options: ConsumeOptions<T>, inFlight: Set<Promise<void>>): Promise<ConsumerHandle> {
-    const consumer: Consumer = await this.js.consumers.get(stream, durable);
+  /**
+   * Processes one durable's messages until stopped, under a supervisor: the JetStream iterator is opened with
+   * `abort_on_missing_resource`, so a deleted consumer (an operator, a `replaces` rollout of another version) ends it
+   * with an error instead of leaving it waiting forever; an iterator that throws or simply ends is logged, marks this
+   * process not ready ({@link Bus.isReady}), and is opened again after a backoff (doubling up to
+   * {@link CONSUME_RETRY_MAX_MS}), re-creating the durable if it is gone. A re-created durable starts where a new one
+   * would (`deliverPolicy`): handlers are idempotent, so what it replays costs time, never correctness. The loop's
+   * promise never rejects, so nothing here can become an unhandled rejection.
+   */
+  private async consumeDurable<T>(
+    stream: string,
+    durable: { name: string; subject: string | undefined },
+    options: ConsumeOptions<T>,
+    inFlight: Set<Promise<void>>,
+  ): Promise<ConsumerHandle> {
     const concurrency = options.concurrency ?? 1;
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
     const retryDelayMs = options.retryDelayMs ?? 1000;
+    const logger = this.options.logger;
+    const loopKey = Symbol(durable.name);
+    let stopped = false;
+    let messages: ConsumerMessages | undefined;
+    let wakeUp: (() => void) | undefined;
 
     const handleOne = async (msg: JsMsg): Promise<void> => {
       const headerRecord = flattenHeaders(msg.headers);
@@ -279,7 +315,7 @@ export class Bus {
             // already survive (a crash between the work and the ack does the same).
             else msg.ack();
           } catch (error) {
-            this.options.logger?.warn({ err: error, subject, deliveryCount: msg.info.deliveryCount }, "handler failed; will be redelivered");
+            logger?.warn({ err: error, subject, deliveryCount: msg.info.deliveryCount }, "handler failed; will be redelivered");
             msg.nak(retryDelayMs);
           } finally {
             span.end();
@@ -288,24 +324,113 @@ export class Bus {
       );
     };
 
-    const loop = (async () => {
-      for await (const msg of messages) {
+    /** Opens the iterator (the first time: throws to the caller, so a consumer that cannot start fails consume()). */
+    const open = async (): Promise<ConsumerMessages> => {
+      const consumer: Consumer = await this.js.consumers.get(stream, durable.name);
+      return consumer.consume({ max_messages: Math.max(concurrency * 2, 16), abort_on_missing_resource: true });
+    };
+
+    const drain = async (iterator: ConsumerMessages): Promise<void> => {
+      for await (const msg of iterator) {
         const task = handleOne(msg).finally(() => inFlight.delete(task));
         inFlight.add(task);
         while (inFlight.size >= concurrency) await Promise.race(inFlight);
       }
-    })();
+    };
+
+    const pause = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+
+    messages = await open();
+    this.setLoopReady(loopKey, true);
+    const loop = (async () => {
+      let failures = 0;
+      let openedAt = Date.now();
+      while (!stopped) {
+        try {
+          if (!messages) {
+            // Gone (deleted) or never made: declare it again as consume() does, then open a new iterator.
+            await this.ensureConsumer(stream, options, durable.name, durable.subject, undefined);
+            messages = await open();
+            if (stopped) break;
+            logger?.info({ stream, durable: durable.name, failures }, "consumer resumed");
+            openedAt = Date.now();
+            this.setLoopReady(loopKey, true);
+          }
+          await drain(messages);
+          if (stopped) break;
+          logger?.error({ stream, durable: durable.name }, "consumer iterator ended; opening it again");
+        } catch (error) {
+          if (stopped) break;
+          logger?.error({ err: error, stream, durable: durable.name }, "consumer failed; opening it again");
+        }
+        this.setLoopReady(loopKey, false);
+        await messages?.close().catch(() => undefined);
+        messages = undefined;
+        // A loop that had worked for a while starts its backoff over.
+        failures = Date.now() - openedAt > CONSUME_RETRY_MAX_MS ? 1 : failures + 1;
+        openedAt = Number.POSITIVE_INFINITY;
+        await pause(Math.min(CONSUME_RETRY_MIN_MS * 2 ** (failures - 1), CONSUME_RETRY_MAX_MS));
+      }
+    })().catch((error: unknown) => {
+      // Unreachable in practice (every await above is guarded); kept so the promise can never reject unhandled.
+      logger?.error({ err: error, stream, durable: durable.name }, "consumer supervisor stopped");
+    });
 
     const handle: ConsumerHandle = {
       stop: async () => {
+        stopped = true;
         this.consumers.delete(handle);
-        await messages.close().catch(() => undefined);
-        await loop.catch(() => undefined);
+        wakeUp?.();
+        await messages?.close().catch(() => undefined);
+        await loop;
+        this.readyLoops.delete(loopKey);
+        this.emitReadiness();
         await Promise.allSettled(inFlight);
       },
     };
     this.consumers.add(handle);
     return handle;
+  }
+
+  /**
+   * True while every consume loop of this process is running (none is between a failure and its recovery) and the
+   * connection is not closed. Services report it through their health check (gRPC health NOT_SERVING otherwise).
+   */
+  isReady(): boolean {
+    if (this.nc.isClosed()) return false;
+    for (const ready of this.readyLoops.values()) if (!ready) return false;
+    return true;
+  }
+
+  /** Calls `listener` with {@link Bus.isReady} each time it changes; returns a function that removes the listener. */
+  onReadinessChange(listener: (ready: boolean) => void): () => void {
+    this.readinessListeners.add(listener);
+    return () => this.readinessListeners.delete(listener);
+  }
+
+  private setLoopReady(key: symbol, ready: boolean): void {
+    this.readyLoops.set(key, ready);
+    this.emitReadiness();
+  }
+
+  private emitReadiness(): void {
+    const ready = this.isReady();
+    if (ready === this.lastReadiness) return;
+    this.lastReadiness = ready;
+    for (const listener of this.readinessListeners) {
+      try {
+        listener(ready);
+      } catch (error) {
+        this.options.logger?.error({ err: error }, "readiness listener failed");
+      }
+    }
   }
 
   /** Stops every consumer (draining in-flight work), then drains the connection. */
