@@ -100,10 +100,9 @@ async function waitForFirstEvent(client: SseClient): Promise<SseEvent> {
 const endedWithin = (client: SseClient, ms: number) => Promise.race([client.ended, sleep(ms).then(() => undefined)]);
 
 /** The gateway's `/metrics` values this file watches (what open streams hold, and the process's live timers). */
-async function streamGauges(gatewayUrl: string, metricsPort: number) {
-  // /metrics is on GATEWAY_METRICS_PORT once it is off the public listener (finding 13), else on the HTTP port.
-  const scrape = (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined)) ?? (await fetch(`${gatewayUrl}/metrics`));
-  const text = await scrape.text();
+async function streamGauges(metricsPort: number) {
+  // Served on GATEWAY_METRICS_PORT, off the public listener.
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const value = (pattern: RegExp) => {
     const match = pattern.exec(text);
     if (!match) throw new Error(`metric ${pattern} missing from /metrics`);
@@ -349,8 +348,8 @@ describe("SSE streams end with their credential, their lifetime and their client
     const { orgId, key, jobId } = await orgWithStreamKey();
     const gateway = system.gatewayUrl;
     const paths = ["/webhooks/events/stream", `/jobs/${jobId}/events`];
-    await waitFor(async () => ((await streamGauges(gateway, metricsPort)).streams === 0 ? true : undefined), { what: "no open streams before" });
-    const before = await streamGauges(gateway, metricsPort);
+    await waitFor(async () => ((await streamGauges(metricsPort)).streams === 0 ? true : undefined), { what: "no open streams before" });
+    const before = await streamGauges(metricsPort);
 
     // Drops land anywhere from before the request is parsed to after the stream opened.
     const setupMs = Math.max(...(await Promise.all(paths.map((path) => timeToFirstByte(gateway, path, key)))));
@@ -363,10 +362,10 @@ describe("SSE streams end with their credential, their lifetime and their client
     };
     await Promise.all(Array.from({ length: 8 }, dropClients));
 
-    let after = await streamGauges(gateway, metricsPort);
+    let after = await streamGauges(metricsPort);
     for (const deadline = Date.now() + 10_000; (after.streams !== before.streams || after.held !== before.held) && Date.now() < deadline; ) {
       await sleep(100);
-      after = await streamGauges(gateway, metricsPort);
+      after = await streamGauges(metricsPort);
     }
     const { timers: timersAfter, ...heldAfter } = after;
     const { timers: timersBefore, ...heldBefore } = before;
