@@ -35,6 +35,11 @@ export interface RpcServer {
   listen(port: number, host?: string): Promise<number>;
   /** Health NOT_SERVING first (load balancers stop sending), then finishes in-flight calls. */
   shutdown(graceMs?: number): Promise<void>;
+  /**
+   * Reports a dependency's state through gRPC health once listening: `false` (e.g. a JetStream consume loop that is
+   * down, `Bus.onReadinessChange`) answers NOT_SERVING until `true` again. No effect before `listen` or after `shutdown`.
+   */
+  setServing(serving: boolean): void;
 }
 
 /** The metadata entry carrying the call token: `authorization: Bearer <jwt>`. */
@@ -68,6 +73,13 @@ export function createRpcServer(identity: ServiceIdentity, logger?: Logger): Rpc
   const health = new HealthImplementation({ "": "NOT_SERVING" });
   health.addToServer(server);
   const names: string[] = [];
+  let listening = false;
+  let dependenciesServing = true;
+  const report = () => {
+    const state = listening && dependenciesServing ? "SERVING" : "NOT_SERVING";
+    health.setStatus("", state);
+    for (const name of names) health.setStatus(name, state);
+  };
 
   return {
     server,
@@ -134,15 +146,19 @@ export function createRpcServer(identity: ServiceIdentity, logger?: Logger): Rpc
       return new Promise((resolve, reject) => {
         server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => {
           if (error) return reject(error);
-          health.setStatus("", "SERVING");
-          for (const name of names) health.setStatus(name, "SERVING");
+          listening = true;
+          report();
           resolve(boundPort);
         });
       });
     },
+    setServing(serving) {
+      dependenciesServing = serving;
+      if (listening) report();
+    },
     shutdown(graceMs = 5000) {
-      health.setStatus("", "NOT_SERVING");
-      for (const name of names) health.setStatus(name, "NOT_SERVING");
+      listening = false;
+      report();
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

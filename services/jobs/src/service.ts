@@ -70,6 +70,9 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   const rpc = createRpcServer(identity, logger);
   rpc.add(jobs.JobsService, jobsRpc(deps));
   const grpcPort = await rpc.listen(config.JOBS_GRPC_PORT, config.JOBS_GRPC_HOST);
+  // A JetStream consume loop that is down (its durable deleted, being re-created) answers health NOT_SERVING.
+  rpc.setServing(bus.isReady());
+  bus.onReadinessChange((ready) => rpc.setServing(ready));
   logger.info({ grpcPort }, "jobs service listening");
 
   return {
