@@ -1,43 +1,12 @@
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http from "node:http";
 import https from "node:https";
-import { isIP, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { isForbiddenAddress } from "./address-policy.js";
+import { BlockedAddressError, createGuardedLookup, isBlockedAddress, refuseBlockedLiteral, type AddressPolicy } from "@renderbus/address-guard";
 
-/** Raised when an input URL resolves to an address the SSRF guard refuses. */
-export class ForbiddenAddressError extends Error {
-  override readonly name = "ForbiddenAddressError";
-  readonly code = "ERR_FORBIDDEN_ADDRESS";
-  constructor(readonly host: string) {
-    super(`address of ${host} is not allowed`);
-  }
-}
-
-/** Whether an IP address must not be connected to. */
-export type AddressPolicy = (address: string) => boolean;
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * A `lookup` for net/tls.connect that refuses forbidden addresses. It runs on every connection with the addresses
- * the socket is about to use, so a DNS answer that changes between a check and the connect (rebinding) cannot
- * slip through.
- */
-function guardedLookup(forbids: AddressPolicy) {
-  return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, []);
-      const list = addresses as LookupAddress[];
-      if (list.length === 0 || list.some((entry) => forbids(entry.address))) {
-        return callback(new ForbiddenAddressError(hostname), []);
-      }
-      if (options.all) return callback(null, list);
-      const first = list[0]!;
-      callback(null, first.address, first.family);
-    });
-  };
-}
+/** Raised when an input URL is, or resolves to, an address the SSRF guard refuses (the shared guard's error). */
+export { BlockedAddressError as ForbiddenAddressError };
+export type { AddressPolicy };
 
 type ConnectCallback = (error: Error | null, socket: Duplex) => void;
 
@@ -46,9 +15,9 @@ type ConnectCallback = (error: Error | null, socket: Duplex) => void;
  * error to the agent's callback makes it an `error` event on the request, like any connection failure.
  */
 function refusesLiteral(forbids: AddressPolicy, options: http.ClientRequestArgs, callback: ConnectCallback): boolean {
-  const host = String(options.host ?? options.hostname ?? "").replace(/^\[|\]$/g, "");
-  if (isIP(host) === 0 || !forbids(host)) return false;
-  process.nextTick(callback, new ForbiddenAddressError(host));
+  const refusal = refuseBlockedLiteral(String(options.host ?? options.hostname ?? ""), forbids);
+  if (!refusal) return false;
+  process.nextTick(callback, refusal);
   return true;
 }
 
@@ -92,9 +61,9 @@ export interface InputTimeouts {
 
 /**
  * How input downloads connect: Node's core http/https agents, one connection per request (no pool, so nothing stays
- * open after a download), and with `allowPrivateAddresses` false (production) an SSRF guard that refuses loopback,
- * private, link-local and metadata addresses, for IP literals in the URL and for every DNS answer at connect time,
- * on every redirect hop.
+ * open after a download), and unless `allowPrivateAddresses` (ALLOW_PRIVATE_ADDRESSES=true) an SSRF guard that refuses
+ * loopback, private, link-local and metadata addresses (libs/address-guard), for IP literals in the URL and for every
+ * DNS answer at connect time, on every redirect hop.
  */
 export interface InputAgent extends InputTimeouts {
   readonly allowPrivateAddresses: boolean;
@@ -106,13 +75,13 @@ export interface InputAgent extends InputTimeouts {
 export const DEFAULT_INPUT_TIMEOUTS: InputTimeouts = { connectTimeoutMs: 10_000, headersTimeoutMs: 30_000, bodyIdleTimeoutMs: 30_000 };
 
 /**
- * @param options.addressPolicy replaces {@link isForbiddenAddress} (tests exempt their own server's address so that a
+ * @param options.addressPolicy replaces {@link isBlockedAddress} (tests exempt their own server's address so that a
  *   redirect from it to a forbidden one can be shown refused).
  */
 export function createInputAgent(options: { allowPrivateAddresses: boolean; addressPolicy?: AddressPolicy } & Partial<InputTimeouts>): InputAgent {
   const { allowPrivateAddresses } = options;
-  const forbids = options.addressPolicy ?? isForbiddenAddress;
-  const agentOptions: http.AgentOptions = { keepAlive: false, ...(allowPrivateAddresses ? {} : { lookup: guardedLookup(forbids) as never }) };
+  const forbids = options.addressPolicy ?? isBlockedAddress;
+  const agentOptions: http.AgentOptions = { keepAlive: false, ...(allowPrivateAddresses ? {} : { lookup: createGuardedLookup(forbids) as never }) };
   const httpAgent = allowPrivateAddresses ? new http.Agent(agentOptions) : new GuardedHttpAgent(forbids, agentOptions);
   const httpsAgent = allowPrivateAddresses ? new https.Agent(agentOptions) : new GuardedHttpsAgent(forbids, agentOptions);
   return {
