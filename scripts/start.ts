@@ -41,6 +41,8 @@ const supervisor = createSupervisor<ServiceName>({
   log: (message) => log(message),
 });
 
+// The demo's job inputs and webhook receivers are on this machine: lift the SSRF guards, and say so.
+log("ALLOW_PRIVATE_ADDRESSES=true: job inputs and webhooks may reach loopback and private addresses (local demo only)");
 const system = await startSystem({
   repoRoot,
   databaseUrl: infra.databaseUrl,
@@ -51,7 +53,8 @@ const system = await startSystem({
   env: {
     // The gateway's Prometheus port at its usual place (startSystem otherwise takes a free one, as tests need).
     GATEWAY_METRICS_PORT: "9464",
-    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEY|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
+    ALLOW_PRIVATE_ADDRESSES: "true",
+    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
   },
   onLine: (service, line) => {
     tails.get(service)!.push(line);

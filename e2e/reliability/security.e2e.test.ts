@@ -54,6 +54,8 @@ describe("security in production mode: SSRF guard, secrets kept out of logs", ()
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "production",
+        // The SSRF guards under test: on unless lifted, and nothing here lifts them.
+        ALLOW_PRIVATE_ADDRESSES: "false",
         // The most verbose level: secrets must stay out of debug lines too.
         LOG_LEVEL: "debug",
         ...SECRETS,

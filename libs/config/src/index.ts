@@ -60,5 +60,10 @@ export const env = {
       .refine((value) => /^\d+(,\d+)*$/.test(value.trim()), "must be a comma-separated list of integers")
       .transform((value) => value.split(",").map(Number)),
   mode: () => z.enum(["production", "development", "test"]).default("development"),
+  /**
+   * ALLOW_PRIVATE_ADDRESSES: the SSRF guards of job inputs and webhooks are on in every mode; only this explicit
+   * `true` (a loopback demo, tests with local servers) turns them off.
+   */
+  allowPrivateAddresses: () => z.enum(["true", "false"]).default("false").transform((value) => value === "true"),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 };

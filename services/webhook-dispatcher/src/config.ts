@@ -26,8 +26,11 @@ export const configSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** `X-<brand>-Signature` etc., so receivers written for another brand of the protocol keep working. */
   WEBHOOK_HEADER_BRAND: z.string().regex(/^[A-Za-z0-9-]+$/).default("Renderbus"),
-  /** Production refuses private/loopback/link-local targets regardless; this allows them outside production. */
-  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: env.bool(true),
+  /**
+   * `true` turns the SSRF guard off: webhooks may then reach private, loopback and link-local addresses (a loopback
+   * demo, tests). Off by default in every mode; response bodies of private targets are never recorded.
+   */
+  ALLOW_PRIVATE_ADDRESSES: env.allowPrivateAddresses(),
   /** Attempts in flight at once in this process. */
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(64),
   /**

@@ -1,4 +1,5 @@
 import { sql } from "kysely";
+import type { AddressPolicy } from "@renderbus/address-guard";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, authEvents, webhooks } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, startOutboxRelay } from "@renderbus/db";
@@ -31,7 +32,10 @@ export interface DispatcherService {
  * Starts the webhook dispatcher: migrates the `dispatcher` schema, consumes job events into deliveries, sends them
  * from the Postgres due-time queue, publishes delivery changes through the outbox, and serves `Webhooks` over gRPC.
  */
-export async function startDispatcherService(config: DispatcherConfig, { logger }: { logger: Logger }): Promise<DispatcherService> {
+export async function startDispatcherService(
+  config: DispatcherConfig,
+  { logger, addressPolicy }: { logger: Logger; /** Tests: which addresses count as private for response bodies. */ addressPolicy?: AddressPolicy },
+): Promise<DispatcherService> {
   const identity = serviceIdentity("webhook-dispatcher", config);
   const database = createDatabase<DispatcherTables>({
     url: config.DATABASE_URL,
@@ -61,7 +65,7 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
   });
 
   const agent = createWebhookAgent({
-    guardAddresses: config.MODE === "production" || !config.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
+    guardAddresses: !config.ALLOW_PRIVATE_ADDRESSES,
     connectTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
   });
   const leaseMs = config.WEBHOOK_TIMEOUT_MS + config.DISPATCHER_LEASE_GRACE_MS;
@@ -79,6 +83,8 @@ export async function startDispatcherService(config: DispatcherConfig, { logger 
     brand: config.WEBHOOK_HEADER_BRAND,
     pollIntervalMs: config.DISPATCHER_POLL_INTERVAL_MS,
     leaseMs,
+    allowPrivateAddresses: config.ALLOW_PRIVATE_ADDRESSES,
+    addressPolicy,
   });
   const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
   const announcer = startWaitingAnnouncer({ db, logger, afterMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS, intervalMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS });

@@ -4,8 +4,13 @@ import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Worker configuration: parsed once from the environment in main.ts. */
 export const workerConfigSchema = z.object({
-  /** `production` turns on the SSRF guard: inputs on private, loopback and link-local addresses are refused. */
+  /** `production` requires a real OUTPUT_SIGNING_SECRET and ignores test hooks. */
   MODE: env.mode(),
+  /**
+   * `true` turns the SSRF guard off: inputs on private, loopback and link-local addresses are then fetched (a loopback
+   * demo, tests). Off by default in every mode.
+   */
+  ALLOW_PRIVATE_ADDRESSES: env.allowPrivateAddresses(),
   LOG_LEVEL: env.logLevel(),
   NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z.string().default(""),

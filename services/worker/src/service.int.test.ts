@@ -104,6 +104,8 @@ beforeAll(async () => {
   const billingPort = await billingRpc.listen(0);
   const config = workerConfigSchema.parse({
     MODE: "test",
+    // Inputs come from a file server on 127.0.0.1.
+    ALLOW_PRIVATE_ADDRESSES: "true",
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
     JOBS_GRPC_ADDRESS: `127.0.0.1:${port}`,

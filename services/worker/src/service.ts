@@ -64,7 +64,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity);
   const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity);
   const inputAgent = createInputAgent({
-    allowPrivateAddresses: config.MODE !== "production",
+    allowPrivateAddresses: config.ALLOW_PRIVATE_ADDRESSES,
     connectTimeoutMs: config.INPUT_CONNECT_TIMEOUT_MS,
     headersTimeoutMs: config.INPUT_HEADERS_TIMEOUT_MS,
     bodyIdleTimeoutMs: config.INPUT_BODY_IDLE_TIMEOUT_MS,

@@ -140,7 +140,9 @@ describe("Webhooks.SendTest", () => {
     const response = await client.sendTest({}, as(orgId));
     expect(response.succeeded).toBe(false);
     expect(response.delivery).toMatchObject({ status: "failed", lastResponseStatus: 401 });
-    expect(response.delivery!.attemptLog[0]!.responseExcerpt).toBe("bad signature");
+    // The receiver is on 127.0.0.1, let through by ALLOW_PRIVATE_ADDRESSES: its answer is never recorded.
+    expect(response.delivery!.attemptLog[0]!.responseStatus).toBe(401);
+    expect(response.delivery!.attemptLog[0]!.responseExcerpt).toBeUndefined();
     expect(receiver.received).toHaveLength(1);
   });
 

@@ -4,6 +4,7 @@ import pg from "pg";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { STREAMS, durableForSubject } from "@renderbus/bus";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
+import { isBlockedAddress } from "@renderbus/address-guard";
 import { newId } from "@renderbus/ids";
 import {
   connectPublisher,
@@ -50,6 +51,9 @@ async function deliveryRows(orgId: string) {
   }
 }
 
+/** Receivers here stand in for public endpoints: their answers are recorded as a public receiver's would be. */
+const receiverCountsAsPublic = (address: string) => address !== "127.0.0.1" && isBlockedAddress(address);
+
 beforeAll(async () => {
   const { natsUrl } = testInfra();
   databaseUrl = await createTestDatabase("dispatchersender");
@@ -60,7 +64,7 @@ beforeAll(async () => {
     { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
     { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE.join(","), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), DISPATCHER_ORG_MAX_IN_FLIGHT: "4" },
   );
-  dispatcher = await startTestDispatcher(config);
+  dispatcher = await startTestDispatcher(config, { addressPolicy: receiverCountsAsPublic });
 });
 
 afterAll(async () => {
@@ -157,7 +161,7 @@ describe("webhook delivery", () => {
       opt_start_seq: seq,
       filter_subject: publisher.bus.subject("jobs.events.job.completed"),
     });
-    dispatcher = await startTestDispatcher(config);
+    dispatcher = await startTestDispatcher(config, { addressPolicy: receiverCountsAsPublic });
     await eventually(async () => {
       const info = await publisher.bus.jsm.consumers.info(stream, durable);
       return info.delivered.stream_seq >= seq && info.num_pending === 0 && info.num_ack_pending === 0;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { Kysely } from "kysely";
 import type { Agent } from "undici";
+import type { AddressPolicy } from "@renderbus/address-guard";
 import { GroupCommit } from "@renderbus/db";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
@@ -19,6 +20,7 @@ import {
 } from "../deliveries/delivery.repository.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
+import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
 import { decideAfterAttempt } from "./retry-schedule.js";
 
 export interface DeliverySenderOptions {
@@ -37,6 +39,13 @@ export interface DeliverySenderOptions {
   pollIntervalMs: number;
   /** How long a claim lasts: above `timeoutMs`, so a live attempt never loses its lease. */
   leaseMs: number;
+  /**
+   * ALLOW_PRIVATE_ADDRESSES: the agent does not guard connections, so a response body is kept only when the target
+   * resolves to public addresses alone (a private service's answer is never recorded nor shown).
+   */
+  allowPrivateAddresses?: boolean;
+  /** Which addresses count as private for that check (tests exempt their receiver); the shared block list by default. */
+  addressPolicy?: AddressPolicy;
 }
 
 export interface DeliverySender {
@@ -118,6 +127,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       await releaseLease(db, row.id, leaseToken).catch(() => undefined);
       return undefined;
     }
+    const responseExcerpt = await keptExcerpt(url, result.responseExcerpt, options);
     const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now() }, retryScheduleMs);
     const updated = await recorder.submit({
       delivery: row,
@@ -129,7 +139,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         responseStatus: result.responseStatus,
         error: result.error,
         latencyMs: result.latencyMs,
-        responseExcerpt: result.responseExcerpt,
+        responseExcerpt,
         status: next.status,
         nextAttemptAt: next.nextAttemptAt,
         url,
@@ -239,4 +249,19 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       await listener.end().catch(() => undefined);
     },
   };
+}
+
+/**
+ * The response body to record with an attempt: only from a target that passed the SSRF guard. With the guard on
+ * (the default) every answered attempt did; with ALLOW_PRIVATE_ADDRESSES the target is looked up again and a body is
+ * dropped unless every address is public, so an internal service's answer never reaches the org.
+ */
+export async function keptExcerpt(
+  url: string,
+  excerpt: string | null,
+  { allowPrivateAddresses = false, addressPolicy }: Pick<DeliverySenderOptions, "allowPrivateAddresses" | "addressPolicy">,
+): Promise<string | null> {
+  if (excerpt === null || !allowPrivateAddresses) return excerpt;
+  if (!URL.canParse(url)) return null;
+  return (await resolvesOnlyToAllowedAddresses(new URL(url).hostname, addressPolicy)) ? excerpt : null;
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressPolicy } from "@renderbus/address-guard";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { parseConfig } from "@renderbus/config";
 import { auth, webhooks } from "@renderbus/contracts";
@@ -119,13 +120,14 @@ export function testConfig(base: { databaseUrl: string; natsUrl: string; namespa
     AUTH_GRPC_ADDRESS: base.authAddress,
     WEBHOOKS_GRPC_PORT: "0",
     DISPATCHER_POLL_INTERVAL_MS: "200",
-    ...(overrides.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys() } : {}),
+    // Receivers of tests are on 127.0.0.1; a production-mode dispatcher keeps the SSRF guard on.
+    ...(overrides.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys() } : { ALLOW_PRIVATE_ADDRESSES: "true" }),
     ...overrides,
   });
 }
 
-export async function startTestDispatcher(config: DispatcherConfig): Promise<DispatcherService> {
-  return startDispatcherService(config, { logger: createLogger({ service: "webhook-dispatcher", level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
+export async function startTestDispatcher(config: DispatcherConfig, options: { addressPolicy?: AddressPolicy } = {}): Promise<DispatcherService> {
+  return startDispatcherService(config, { ...options, logger: createLogger({ service: "webhook-dispatcher", level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
 }
 
 /** Publishes job events the way the jobs service's relay does (msg id = event id, standard headers). */
