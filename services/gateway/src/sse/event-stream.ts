@@ -182,7 +182,8 @@ export class EventStream {
     this.revalidate = revalidate;
     this.reply.hijack();
     this.reply.raw.writeHead(200, {
-      ...Object.fromEntries(Object.entries(this.reply.getHeaders()).map(([name, value]) => [name, String(value)])),
+      // Several Set-Cookie values (the dashboard's CSRF cookie among them) stay separate headers.
+      ...Object.fromEntries(Object.entries(this.reply.getHeaders()).map(([name, value]) => [name, Array.isArray(value) ? value : String(value)])),
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-cache, no-transform",
       Connection: "keep-alive",
