@@ -148,6 +148,8 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
     const newPid = Number(restarted[1]);
     expect(newPid).not.toBe(workerPid);
     expect(isProcessAlive(newPid)).toBe(true);
+    // Counted as restarted once its own /readyz (connected to NATS) answered.
+    expect((await fetch(lineMatching(/\[start\] worker health: (\S+)/)![1]!)).status).toBe(200);
 
     const key = lineMatching(/API key\s+(rb_[A-Za-z0-9_-]+)/)![1]!;
     const media = await startFileServer(await makeTestVideo());

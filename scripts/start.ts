@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { chooseServerDataDir } from "../libs/testing/src/local-data-dir.js";
 import { ensureFfmpeg, ensureLocalInfra } from "../libs/testing/src/local-infra.js";
+import { findFreePortFrom } from "../libs/testing/src/local-process.js";
 import { createSupervisor, OutputTail } from "../libs/testing/src/supervisor.js";
 import { SERVICES, startSystem, type ServiceName } from "../libs/testing/src/system.js";
 
@@ -43,6 +44,9 @@ const supervisor = createSupervisor<ServiceName>({
 
 // The demo's job inputs and webhook receivers are on this machine: lift the SSRF guards, and say so.
 log("ALLOW_PRIVATE_ADDRESSES=true: job inputs and webhooks may reach loopback and private addresses (local demo only)");
+// The worker's /healthz and /readyz (and /metrics): the supervisor counts it up once /readyz answers.
+const workerMetricsPort = process.env.WORKER_METRICS_PORT ?? String(await findFreePortFrom(9465));
+
 const system = await startSystem({
   repoRoot,
   databaseUrl: infra.databaseUrl,
@@ -53,6 +57,7 @@ const system = await startSystem({
   env: {
     // The gateway's Prometheus port at its usual place (startSystem otherwise takes a free one, as tests need).
     GATEWAY_METRICS_PORT: "9464",
+    WORKER_METRICS_PORT: workerMetricsPort,
     ALLOW_PRIVATE_ADDRESSES: "true",
     ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
   },
@@ -66,6 +71,7 @@ const system = await startSystem({
 });
 for (const service of SERVICES) supervisor.watch(service);
 log(`services: ${SERVICES.map((service) => `${service} pid ${system.pid(service)}`).join(", ")}`);
+log(`worker health: http://127.0.0.1:${workerMetricsPort}/readyz`);
 
 const demo = await demoCredentials();
 console.log(`

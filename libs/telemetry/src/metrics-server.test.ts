@@ -26,6 +26,21 @@ describe("the metrics server of services without an HTTP port", () => {
     }
   });
 
+  it("answers /readyz with 503 while the service says it is not ready, and 200 once it is", async () => {
+    let ready = false;
+    const server = await startMetricsServer(createMetricsRegistry("worker"), 0, "127.0.0.1", () => ready);
+    try {
+      const before = await fetch(`http://127.0.0.1:${server.port}/readyz`);
+      expect(before.status).toBe(503);
+      expect(((await before.json()) as { error: { code: string } }).error.code).toBe("SERVICE_UNAVAILABLE");
+      expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
+      ready = true;
+      expect((await fetch(`http://127.0.0.1:${server.port}/readyz`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("takes the port from <SERVICE>_METRICS_PORT, else METRICS_PORT", () => {
     expect(metricsPortFromEnv("webhook-dispatcher", { WEBHOOK_DISPATCHER_METRICS_PORT: "9470", METRICS_PORT: "9464" })).toBe(9470);
     expect(metricsPortFromEnv("jobs", { METRICS_PORT: "9464" })).toBe(9464);

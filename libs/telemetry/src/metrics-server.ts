@@ -8,12 +8,19 @@ export interface MetricsServer {
 
 /**
  * A tiny HTTP server for services without a public HTTP port (jobs, worker, auth's internal side): Prometheus
- * `/metrics` and a liveness `/healthz`. Port 0 picks a free port (tests read it from the "metrics listening" line).
+ * `/metrics`, a liveness `/healthz` and a readiness `/readyz` (503 while `isReady` says no; 200 without one).
+ * Port 0 picks a free port (tests read it from the "metrics listening" line).
  */
-export async function startMetricsServer(registry: Registry, port: number, host = "0.0.0.0"): Promise<MetricsServer> {
+export async function startMetricsServer(registry: Registry, port: number, host = "0.0.0.0", isReady?: () => boolean): Promise<MetricsServer> {
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (path === "/healthz") return void response.writeHead(200, { "content-type": "application/json" }).end('{"data":{"status":"ok"}}');
+    if (path === "/readyz") {
+      if (isReady === undefined || isReady()) return void response.writeHead(200, { "content-type": "application/json" }).end('{"data":{"status":"ready"}}');
+      return void response
+        .writeHead(503, { "content-type": "application/json" })
+        .end('{"error":{"code":"SERVICE_UNAVAILABLE","message":"Not ready to take work"}}');
+    }
     if (path !== "/metrics") return void response.writeHead(404).end();
     registry.metrics().then(
       (text) => response.writeHead(200, { "content-type": registry.contentType }).end(text),

@@ -31,6 +31,8 @@ interface StartedService {
   onFatal?(error: unknown): Promise<void>;
   /** Set by services that serve `/metrics` themselves (the gateway on its HTTP port, the dispatcher on its own). */
   metricsPort?: number | undefined;
+  /** Answers the metrics server's `/readyz` (the worker: connected to NATS and taking work); always ready without. */
+  isReady?(): boolean;
   /** The registry to serve instead of the one runService created (a service that builds its own). */
   metricsRegistry?: Registry;
 }
@@ -105,7 +107,7 @@ export async function runService<C extends ServiceConfig>(
   let metricsServer: MetricsServer | undefined;
   const metricsPort = metricsPortFromEnv(name, env);
   if (metricsPort !== undefined && started.metricsPort === undefined) {
-    metricsServer = await startMetricsServer(started.metricsRegistry ?? metrics, metricsPort, env.METRICS_HOST || undefined);
+    metricsServer = await startMetricsServer(started.metricsRegistry ?? metrics, metricsPort, env.METRICS_HOST || undefined, started.isReady?.bind(started));
     logger.info({ metricsPort: metricsServer.port }, "metrics listening");
   }
   let stopping = false;

@@ -218,7 +218,7 @@ function killTree(child: ChildProcess, signal: NodeJS.Signals): void {
   child.kill(signal);
 }
 
-/** Waits until a service answers: gRPC health for the internal ones, /readyz for the gateway, a grace for the worker. */
+/** Waits until a service answers: gRPC health for the internal ones, /healthz for the gateway, /readyz for a worker with a metrics port. */
 async function waitForReady(service: ServiceName, env: Record<string, string>, child: ChildProcess): Promise<void> {
   const { isRpcServing } = await import("@renderbus/rpc");
   const deadline = Date.now() + 60_000;
@@ -233,7 +233,8 @@ async function waitForReady(service: ServiceName, env: Record<string, string>, c
       case "gateway":
         return fetch(`${env.PUBLIC_URL}/healthz`).then((r) => r.ok, () => false);
       case "worker":
-        return true;
+        // Its /readyz (connected to NATS) when npm start gave it a metrics port; tests go on at once.
+        return env.WORKER_METRICS_PORT ? fetch(`http://127.0.0.1:${env.WORKER_METRICS_PORT}/readyz`).then((r) => r.ok, () => false) : true;
     }
   };
   while (Date.now() < deadline) {

@@ -30,6 +30,8 @@ const idOf = (value: unknown): string | undefined => (typeof value === "string" 
 
 export interface WorkerService {
   workerId: string;
+  /** Taking work: connected to NATS and not shutting down (the metrics port's `/readyz`, a Kubernetes readiness probe). */
+  isReady(): boolean;
   /** Stops taking work; jobs in progress are stopped and handed back to the queue for another replica. */
   stop(): Promise<void>;
   /** For runService's fatal log line: the job whose work threw (when known) and the jobs in hand. */
@@ -177,6 +179,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
 
   return {
     workerId,
+    isReady: () => !shuttingDown && !bus.nc.isClosed() && !bus.nc.isDraining(),
     fatalContext() {
       return { jobId: running.current(), runningJobIds: running.entries().map(([jobId]) => jobId) };
     },
