@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
@@ -14,6 +15,16 @@ import { startWorkerService, type WorkerService } from "./service.js";
 import { createTestMedia, serveFiles } from "./testing/test-media.js";
 
 const SECRET = "worker-test-output-secret";
+
+/** Every line the worker logs (warn and above), as text. */
+const logLines: string[] = [];
+const logDestination = new Writable({
+  write(chunk: Buffer, _encoding, callback) {
+    logLines.push(...chunk.toString().split("\n").filter(Boolean));
+    notify();
+    callback();
+  },
+});
 const PUBLIC_URL = "http://gateway.test";
 
 /** What the fake Jobs + Billing services (outside the worker) were told. */
@@ -116,7 +127,7 @@ beforeAll(async () => {
     WORKER_CONCURRENCY: "2",
   });
   worker = await startWorkerService(config, {
-    logger: createLogger({ service: "worker-test", level: "warn" }),
+    logger: createLogger({ service: "worker-test", level: "warn", destination: logDestination }),
     onProviderSpawn: (jobId, pid) => spawned.set(jobId, pid),
   });
   bus = await Bus.connect({ url: natsUrl, name: "worker-test", namespace });
@@ -132,6 +143,18 @@ afterAll(async () => {
 });
 
 let sequence = 0;
+
+it("drops a malformed dispatch and logs it by its ids, never its presigned input URLs (SECURITY-AUDIT finding 23)", async () => {
+  const jobId = `job_malformed_${Date.now()}`;
+  const presigned = "https://bucket.example/in.mp4?X-Amz-Signature=presigned-credential-in-a-dispatch";
+  // No orgId: the worker cannot run it and drops it.
+  await bus.publish("jobs.dispatch.qr.generate", { jobId, type: "qr.generate", inputs: { source: presigned }, params: { content: presigned } }, { msgId: `dispatch-${jobId}` });
+  const dropped = await until(() => logLines.find((line) => line.includes("malformed dispatch message dropped") && line.includes(jobId)));
+  expect(JSON.parse(dropped)).toMatchObject({ jobId, msg: "malformed dispatch message dropped" });
+  expect(logLines.filter((line) => line.includes("presigned-credential"))).toEqual([]);
+  expect(reports.started.some((report) => report.jobId === jobId)).toBe(false);
+});
+
 async function dispatch(type: string, inputs: Record<string, string>, params: Record<string, unknown> = {}, orgId = "org_test"): Promise<string> {
   const jobId = `job_${Date.now()}${sequence++}`;
   const body: jobEvents.JobDispatch = {
