@@ -153,7 +153,7 @@ async function assertReachable(dataDir: string, runAs: { uid: number; gid: numbe
   } catch {
     throw new LocalInfraError(
       `OS user postgres cannot write ${dataDir}: every parent directory must be searchable by others (o+x). ` +
-        'Pick a dataDir outside private home directories, or set DATABASE_URL',
+        'Pick a dataDir outside private home directories (npm start: RENDERBUS_SERVER_DATA_DIR), or set DATABASE_URL',
     );
   }
 }
