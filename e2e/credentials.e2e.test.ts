@@ -22,7 +22,7 @@ const IP_CAP = 5;
  * the gateway behind it is disconnected from NATS (and misses every core NATS message) until it is restored.
  */
 async function startCuttableProxy(target: string) {
-  const { hostname, port } = new URL(target);
+  const { hostname, port, username, password } = new URL(target);
   const sockets = new Set<Socket>();
   let open = true;
   const server = createServer((client) => {
@@ -41,7 +41,8 @@ async function startCuttableProxy(target: string) {
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   return {
-    url: `nats://127.0.0.1:${(server.address() as { port: number }).port}`,
+    // The same user as the target URL's (the test NATS server refuses anonymous clients).
+    url: `nats://${username ? `${username}:${password}@` : ""}127.0.0.1:${(server.address() as { port: number }).port}`,
     /** Connections to NATS through the proxy right now (client and upstream side each count). */
     connections: () => sockets.size,
     cut: () => {
@@ -117,7 +118,7 @@ describe("credentials under attack: revocation on every replica, keys bound to m
     });
     proxy = await startCuttableProxy(system.env.NATS_URL!);
     const replica = (env: Record<string, string>) =>
-      startGatewayService(parseConfig(gatewayConfigSchema, { ...system.env, GATEWAY_PORT: "0", ...env }), { logger: createLogger({ service: "gateway", level: "warn", destination: sink() }) });
+      startGatewayService(parseConfig(gatewayConfigSchema, { ...system.env, GATEWAY_PORT: "0", GATEWAY_METRICS_PORT: "0", ...env }), { logger: createLogger({ service: "gateway", level: "warn", destination: sink() }) });
     isolated = await replica({ NATS_URL: proxy.url, AUTH_CACHE_TTL_MS: "600000" });
     https = await replica({ PUBLIC_URL: "https://renderbus.example" });
     ipLimited = await replica({ NATS_NAMESPACE: `${system.env.NATS_NAMESPACE}_ip`, IP_REQUESTS_PER_MINUTE: String(IP_CAP) });
