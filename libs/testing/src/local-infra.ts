@@ -5,7 +5,7 @@
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { canQueryPostgres, DEFAULT_POSTGRES_URL, startLocalPostgres } from './local-postgres.js';
-import { canConnectNats, DEFAULT_NATS_URL, startLocalNats } from './local-nats.js';
+import { DEFAULT_NATS_URL, isLocalNatsUsable, startLocalNats } from './local-nats.js';
 import {
   ensureExecutable,
   externalServer,
@@ -75,7 +75,8 @@ const NATS: ServerKind = {
   envVar: 'NATS_URL',
   portVar: 'RENDERBUS_NATS_PORT',
   defaultUrl: DEFAULT_NATS_URL,
-  isUsable: (url) => canConnectNats(url, true),
+  // Only a server that demands the dev credentials: an open NATS on the port would run the services unauthenticated.
+  isUsable: isLocalNatsUsable,
   start: startLocalNats,
 };
 

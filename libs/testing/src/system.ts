@@ -3,6 +3,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
+import { splitNatsUrl } from "../../bus/src/nats-credentials.js";
+import { devNatsPassword } from "../../bus/src/nats-permissions.js";
 import { getFreePort } from "./local-process.js";
 
 /** The five services, in start order (dependencies first). */
@@ -130,7 +132,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     const { command, args } = serviceCommand(options.repoRoot, service, runtime);
     const child = spawn(command, args, {
       cwd: options.repoRoot,
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...env, ...natsUserEnv(options.natsUrl, service) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     children.set(service, child);
@@ -167,7 +169,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const { command, args } = serviceCommand(options.repoRoot, "gateway", runtime);
       const child = spawn(command, args, {
         cwd: options.repoRoot,
-        env: { ...process.env, ...env, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
+        env: { ...process.env, ...env, ...natsUserEnv(options.natsUrl, "gateway"), GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
         stdio: ["ignore", "pipe", "pipe"],
       });
       extraGateways.push(child);
@@ -195,6 +197,17 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     throw error;
   }
   return system;
+}
+
+/**
+ * A service's own NATS user when `natsUrl` is a local server's (it carries the dev superuser, see local-nats.ts): the
+ * service connects as itself, with only its permissions (libs/bus/src/nats-permissions.ts). Any other URL is passed
+ * on as given, with NATS_USER / NATS_PASSWORD from the environment if set.
+ */
+function natsUserEnv(natsUrl: string, service: ServiceName): Record<string, string> {
+  const { url, credentials } = splitNatsUrl(natsUrl);
+  if (!credentials) return {};
+  return { NATS_URL: url, NATS_USER: service, NATS_PASSWORD: devNatsPassword(service) };
 }
 
 /**
