@@ -51,6 +51,9 @@ async function gatewayApp() {
     plans: loadPlans(undefined),
     metrics: createMetricsRegistry("openapi-test"),
     jobEvents: { close: () => undefined },
+    // Limiters register their Lua scripts and SSE streams subscribe to revocations at start-up; nothing runs here.
+    redis: { defineCommand: () => undefined },
+    bus: { listen: () => () => undefined },
   } as unknown as GatewayDeps;
   const app = await buildApp(deps);
   await app.ready();
