@@ -12,8 +12,10 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * guards cookie-authenticated writes against CSRF, and counts the request against its rate-limit budget.
  */
 export async function authenticate(request: FastifyRequest, reply: FastifyReply, deps: GatewayDeps): Promise<AuthContext> {
-  await spendClientBudget(request.ip, deps);
-  const auth = await deps.credentials.resolve({ authorization: request.headers.authorization, cookie: request.headers.cookie });
+  // Counted before the credential is resolved: no auth lookup happens until the budget says yes (a cached key's
+  // Redis marks are read meanwhile, see CredentialResolver.resolve).
+  const admitted = spendClientBudget(request.ip, deps);
+  const auth = await deps.credentials.resolve({ authorization: request.headers.authorization, cookie: request.headers.cookie }, admitted);
   request.auth = auth;
   if (auth.credential === "session") guardCookieRequest(request, reply, deps.config);
   await spendRequestBudget(auth, deps, (name, value) => reply.header(name, value));

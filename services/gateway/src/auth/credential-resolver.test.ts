@@ -137,4 +137,28 @@ describe("CredentialResolver", () => {
     await resolver.resolveApiKey(keyOf(2));
     expect(calls).toHaveLength(2);
   });
+
+  it("asks the auth service nothing until the request is admitted, and a refused admission wins over any answer", async () => {
+    const marks = memoryMarks();
+    const { client, calls } = fakeAuth(new Map([[keyOf(1), "org_1"]]));
+    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks });
+    const rateLimited = () => Promise.reject(new AppError("RATE_LIMITED", "over", { retryAfterSeconds: 1 }));
+    for (const headers of [{ authorization: `Bearer ${keyOf(1)}` }, { authorization: `Bearer ${keyOf(2)}` }, { authorization: "Basic x" }, { cookie: "rb_session=x" }, {}]) {
+      expect(await outcomeOf(resolver.resolve(headers, rateLimited()))).toBe("RATE_LIMITED");
+    }
+    expect(calls).toHaveLength(0);
+    await resolver.resolve({ authorization: `Bearer ${keyOf(1)}` });
+    // Cached now: the marks are read alongside the admission, whose refusal still wins.
+    expect(await outcomeOf(resolver.resolve({ authorization: `Bearer ${keyOf(1)}` }, rateLimited()))).toBe("RATE_LIMITED");
+    let admit!: () => void;
+    const admission = new Promise<void>((resolve) => (admit = resolve));
+    let settled = false;
+    const pending = resolver.resolve({ authorization: `Bearer ${keyOf(2)}` }, admission).finally(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(settled).toBe(false);
+    expect(calls).toHaveLength(1);
+    admit();
+    expect(await outcomeOf(pending)).toBe("UNAUTHORIZED");
+    expect(calls).toHaveLength(2);
+  });
 });
