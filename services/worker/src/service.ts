@@ -136,7 +136,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
         logger.error({ jobId, crashes: crashed, deliveryCount }, "processing this job crashed the worker twice; failing it");
         await failJob(jobId, CRASHED_TWICE_MESSAGE);
         metrics?.dispatches.inc({ outcome: "dead_lettered" });
-        await crashes.end(jobId);
+        // The marker stays (a day): a redelivery despite the term ends here again instead of running the job.
         return { term: CRASHED_TWICE_MESSAGE };
       }
       if (crashed > 0) logger.warn({ jobId, crashes: crashed, deliveryCount }, "job comes back after crashing a worker; running it again");
@@ -189,15 +189,22 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
       // The job whose callback threw, else the only one running; with several and no context, none is blamed: each
       // comes back with its marker (a crash on its count).
       const culprit = running.current() ?? (inHand.length === 1 ? inHand[0]![0] : undefined);
-      await Promise.allSettled(
+      await Promise.all(
         inHand.map(async ([jobId, delivery]) => {
-          if (jobId === culprit) {
-            await failJob(jobId, CRASHED_ONCE_MESSAGE);
-            await crashes.end(jobId);
-            delivery?.settle({ term: CRASHED_ONCE_MESSAGE });
-          } else {
-            if (culprit) await crashes.end(jobId);
-            delivery?.settle({ retryAfterMs: 0 });
+          try {
+            if (jobId === culprit) {
+              await failJob(jobId, CRASHED_ONCE_MESSAGE);
+              // Its marker stays: should the term be lost, the next delivery counts this crash and ends the job.
+              delivery?.settle({ term: CRASHED_ONCE_MESSAGE });
+              logger.error({ jobId }, "the job that crashed the worker is failed");
+            } else {
+              if (culprit) await crashes.end(jobId);
+              delivery?.settle({ retryAfterMs: 0 });
+              logger.info({ jobId }, "job handed back to the queue: the worker is exiting");
+            }
+          } catch (error) {
+            // Its marker stays: the next delivery counts this crash.
+            logger.error({ err: error, jobId }, "could not settle a job before exiting");
           }
         }),
       );

@@ -30,7 +30,10 @@ export interface ConsumeDispatchesOptions {
 export interface DispatchDelivery {
   /** 1 for the first delivery; naks and expired ack deadlines (a crashed holder) each add one. */
   deliveryCount: number;
-  /** Settles the message now, outside the handler (a dying process handing back or ending its jobs). */
+  /**
+   * Settles the message now, outside the handler (a dying process handing back or ending its jobs). `term` ends its
+   * deliveries; the reason is for logs (it is not sent: nats-server 2.9 would not recognise the term).
+   */
   settle(how: { retryAfterMs: number } | { term: string }): void;
 }
 
@@ -82,7 +85,8 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
         async (span) => {
           try {
             const dispatch = msg.json<jobEvents.JobDispatch>();
-            const settle = (how: { retryAfterMs: number } | { term: string }) => ("term" in how ? msg.term(how.term) : msg.nak(how.retryAfterMs));
+            // A bare +TERM: nats-server 2.9 ignores `+TERM <reason>` (reasons came in 2.10) and would redeliver.
+            const settle = (how: { retryAfterMs: number } | { term: string }) => ("term" in how ? msg.term() : msg.nak(how.retryAfterMs));
             const outcome = await options.handle(dispatch, { deliveryCount: msg.info.deliveryCount, settle });
             if (outcome) settle(outcome);
             else await msg.ackAck().catch(() => msg.ack());
