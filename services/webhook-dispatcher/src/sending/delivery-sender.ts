@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { Kysely } from "kysely";
-import type { Agent } from "undici";
+import type { WebhookAgent as Agent } from "./post-webhook.js";
 import type { AddressPolicy } from "@renderbus/address-guard";
 import { GroupCommit } from "@renderbus/db";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";

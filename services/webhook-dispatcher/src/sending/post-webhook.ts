@@ -1,36 +1,65 @@
 import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
-import { Agent, buildConnector, request } from "undici";
+import http from "node:http";
+import https from "node:https";
+import { isIP, type Socket } from "node:net";
 import { signatureOf, webhookHeaderNames } from "@renderbus/webhook-signing";
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from "./address-guard.js";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
-/** Bytes of the response body kept with an attempt. */
+/** Bytes of the response body kept with an attempt; no more than this is ever read from a receiver. */
 export const RESPONSE_EXCERPT_BYTES = 1024;
+
+/**
+ * Largest response head (status line and headers) accepted from a receiver; a bigger one fails the attempt
+ * (HPE_HEADER_OVERFLOW) instead of being buffered.
+ */
+export const RESPONSE_HEADER_MAX_BYTES = 16 * 1024;
+
+/** Idle keep-alive connections to receivers are closed after this long. */
+const KEEP_ALIVE_IDLE_MS = 4000;
 
 export interface WebhookAgentOptions {
   /** Refuse private, loopback and link-local addresses (always on in production mode). */
   guardAddresses: boolean;
+  /** The connect step alone (DNS, TCP, TLS) fails after this long; the whole attempt is bounded by its own timeout. */
   connectTimeoutMs: number;
 }
 
 /**
- * The undici agent every attempt goes through. With the guard on, each connection resolves its host through
- * `guardedLookup` (every resolved IP is checked at connect time) and IP-literal hosts, which skip DNS, are checked
- * before connecting.
+ * The connection pools every attempt goes through: Node's core HTTP client, not undici. undici 7's HTTP/1 parser
+ * asserts (an uncatchable exception that ends the process) when a receiver closes its socket while a response body
+ * is paused under backpressure (nodejs/undici#5360): one hostile receiver could take the dispatcher down. Core HTTP
+ * ends such a response with an error event instead.
  */
-export function createWebhookAgent({ guardAddresses, connectTimeoutMs }: WebhookAgentOptions): Agent {
-  const connector = buildConnector({ timeout: connectTimeoutMs, ...(guardAddresses ? { lookup: guardedLookup as never } : {}) });
-  const connect: buildConnector.connector = (options, callback) => {
-    const host = options.hostname.replace(/^\[|\]$/g, "");
-    if (guardAddresses && isIP(host) !== 0 && isBlockedAddress(host)) {
-      callback(new BlockedAddressError(host), null);
-      return;
-    }
-    connector(options, callback);
+export interface WebhookAgent {
+  readonly guardAddresses: boolean;
+  readonly connectTimeoutMs: number;
+  readonly http: http.Agent;
+  readonly https: https.Agent;
+  /** Closes every pooled connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * With the guard on, each connection resolves its host through `guardedLookup` (every resolved IP is checked at
+ * connect time) and IP-literal hosts, which skip DNS, are checked before connecting.
+ */
+export function createWebhookAgent({ guardAddresses, connectTimeoutMs }: WebhookAgentOptions): WebhookAgent {
+  // `timeout` closes idle pooled sockets only: a request in progress is bounded by the attempt's own timeout.
+  const options = { keepAlive: true, maxSockets: 16, timeout: KEEP_ALIVE_IDLE_MS, ...(guardAddresses ? { lookup: guardedLookup as never } : {}) };
+  const httpAgent = new http.Agent(options);
+  const httpsAgent = new https.Agent(options);
+  return {
+    guardAddresses,
+    connectTimeoutMs,
+    http: httpAgent,
+    https: httpsAgent,
+    close: async () => {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
   };
-  return new Agent({ connect, keepAliveTimeout: 4000, connections: 16 });
 }
 
 export interface WebhookRequest {
@@ -67,13 +96,25 @@ export function webhookHeaders(request: WebhookRequest): Record<string, string> 
   };
 }
 
+/** The ways an attempt can end without an answer, as the attempt's error says them. */
+class AttemptError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * POSTs one attempt. Success is a 2xx inside `timeoutMs`; redirects are not followed (a 3xx is a failure), and the
- * whole exchange, connect included, is cut at the timeout. Never throws: errors become the attempt's `error`.
+ * whole exchange, connect included, is cut at the timeout. Never throws, whatever the receiver does (resets, answers
+ * garbage, huge headers, an endless body, nothing at all): errors become the attempt's `error`. At most
+ * {@link RESPONSE_EXCERPT_BYTES} of the body are read; the connection is then destroyed, never drained.
  * `abort` (service shutdown) ends the attempt early; the caller then does not record it.
  */
 export async function postWebhook(
-  agent: Agent,
+  agent: WebhookAgent,
   webhook: WebhookRequest,
   { timeoutMs, abort }: { timeoutMs: number; abort?: AbortSignal },
 ): Promise<AttemptResult> {
@@ -88,52 +129,106 @@ export async function postWebhook(
   });
   let status: number | null = null;
   try {
-    const response = await request(webhook.url, {
-      method: "POST",
-      body: webhook.body,
-      headers: webhookHeaders(webhook),
-      dispatcher: agent,
-      signal,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
-    status = response.statusCode;
+    const response = await exchange(agent, webhook, signal);
+    status = response.status;
     const succeeded = status >= 200 && status < 300;
-    const excerpt = await readExcerpt(response.body).catch(() => null);
     return finish({
       succeeded,
       responseStatus: status,
       error: succeeded ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
-      responseExcerpt: excerpt,
+      responseExcerpt: response.excerpt,
     });
   } catch (error) {
     return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null });
   }
 }
 
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= RESPONSE_EXCERPT_BYTES) {
-      // A large body is not worth downloading: drop the connection instead.
-      body.destroy();
-      break;
+/**
+ * One request over core HTTP: resolves with the status and the first bytes of the body once the body ended, its
+ * excerpt is full, or it broke after the status arrived (the status counts, the excerpt is what came); rejects when
+ * no status arrived. Every path destroys what it leaves unread.
+ */
+function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSignal): Promise<{ status: number; excerpt: string | null }> {
+  return new Promise((resolve, reject) => {
+    let target: URL;
+    try {
+      target = new URL(webhook.url);
+    } catch {
+      reject(new AttemptError("INVALID_URL", "the webhook URL is not a valid URL"));
+      return;
     }
-  }
-  return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString("utf8");
+    if (target.protocol !== "http:" && target.protocol !== "https:") {
+      reject(new AttemptError("INVALID_URL", `unsupported protocol ${target.protocol}`));
+      return;
+    }
+    const host = target.hostname.replace(/^\[|\]$/g, "");
+    if (agent.guardAddresses && isIP(host) !== 0 && isBlockedAddress(host)) {
+      reject(new BlockedAddressError(host));
+      return;
+    }
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const body = Buffer.from(webhook.body, "utf8");
+    const client = target.protocol === "https:" ? https : http;
+    const request = client.request(target, {
+      method: "POST",
+      agent: target.protocol === "https:" ? agent.https : agent.http,
+      headers: { ...webhookHeaders(webhook), "content-length": String(body.length) },
+      maxHeaderSize: RESPONSE_HEADER_MAX_BYTES,
+      insecureHTTPParser: false,
+      signal,
+    });
+    let connectTimer: NodeJS.Timeout | undefined;
+    request.on("socket", (socket: Socket) => {
+      if (!socket.connecting) return;
+      connectTimer = setTimeout(
+        () => request.destroy(new AttemptError("CONNECT_TIMEOUT", `connecting took over ${agent.connectTimeoutMs} ms`)),
+        agent.connectTimeoutMs,
+      );
+      socket.once("connect", () => clearTimeout(connectTimer));
+    });
+    request.on("close", () => clearTimeout(connectTimer));
+    request.on("error", reject);
+    request.on("response", (response) => {
+      const status = response.statusCode ?? 0;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
+        const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString("utf8");
+        // Whatever is left unread (the rest of a 1 GB body, a trickle) is not worth a byte more: drop the connection.
+        if (!response.complete) response.destroy();
+        resolve({ status, excerpt });
+      };
+      response.on("data", (chunk: Buffer) => {
+        if (settled) return;
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size >= RESPONSE_EXCERPT_BYTES) settle();
+      });
+      response.on("end", settle);
+      // A reset or the timeout in the middle of the body: the status arrived, the excerpt is what came.
+      response.on("error", settle);
+      response.on("close", settle);
+    });
+    request.end(body);
+  });
 }
 
 function describeError(error: unknown, timedOut: boolean, timeoutMs: number): string {
   if (timedOut) return `timed out after ${timeoutMs} ms`;
   let current: unknown = error;
-  // undici wraps connect errors; the guard's refusal is the useful message.
+  // The guard's refusal may come wrapped (a lookup error); it is the useful message.
   for (let depth = 0; current && depth < 4; depth += 1) {
     if (current instanceof BlockedAddressError) return current.message;
     current = (current as { cause?: unknown }).cause;
   }
   const err = error as { code?: string; message?: string };
+  if (err.code === "HPE_HEADER_OVERFLOW") return `${err.code}: the response headers exceed ${RESPONSE_HEADER_MAX_BYTES} bytes`;
+  if (err.code?.startsWith("HPE_")) return `${err.code}: the receiver did not answer with valid HTTP (${err.message ?? "parse error"})`;
   return [err.code, err.message].filter(Boolean).join(": ") || "request failed";
 }

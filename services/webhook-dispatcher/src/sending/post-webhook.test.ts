@@ -1,0 +1,123 @@
+import { createServer } from "node:http";
+import { afterAll, describe, expect, it } from "vitest";
+import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "./hostile-receivers.fixture.js";
+import { createWebhookAgent, postWebhook, RESPONSE_EXCERPT_BYTES, type WebhookRequest } from "./post-webhook.js";
+
+const TIMEOUT_MS = 800;
+const agent = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: TIMEOUT_MS });
+const receivers: HostileReceiver[] = [];
+
+afterAll(async () => {
+  await agent.close();
+  await Promise.all(receivers.map((receiver) => receiver.stop()));
+});
+
+const webhook = (url: string): WebhookRequest => ({
+  url,
+  body: JSON.stringify({ type: "job.completed", data: { jobId: "job_1" } }),
+  event: "job.completed",
+  deliveryId: "dlv_1",
+  attempt: 1,
+  secret: "whsec_x",
+  brand: "Renderbus",
+});
+
+async function attemptAgainst(behaviour: HostileBehaviour) {
+  const receiver = await startHostileReceiver(behaviour);
+  receivers.push(receiver);
+  const result = await postWebhook(agent, webhook(receiver.url), { timeoutMs: TIMEOUT_MS });
+  return { receiver, result };
+}
+
+describe("postWebhook against hostile receivers (real sockets)", () => {
+  it.each([
+    ["reset", /ECONNRESET|socket hang up/],
+    ["garbage", /^HPE_\w+: the receiver did not answer with valid HTTP/],
+    ["huge-headers", /^HPE_HEADER_OVERFLOW: the response headers exceed 16384 bytes$/],
+    ["never-read", new RegExp(`^timed out after ${TIMEOUT_MS} ms$`)],
+    ["silent", new RegExp(`^timed out after ${TIMEOUT_MS} ms$`)],
+    ["trickle", new RegExp(`^timed out after ${TIMEOUT_MS} ms$`)],
+  ] as const)("records a receiver that does %s as a failed attempt with a clear error, within the timeout", async (behaviour, error) => {
+    const { result } = await attemptAgainst(behaviour);
+    expect(result.succeeded).toBe(false);
+    expect(result.responseStatus).toBeNull();
+    expect(result.error).toMatch(error);
+    expect(result.responseExcerpt).toBeNull();
+    expect(result.latencyMs).toBeLessThan(TIMEOUT_MS + 1000);
+  });
+
+  it("reads at most the 1 KB excerpt of a 1 GB body and drops the connection instead of downloading it", async () => {
+    const before = process.memoryUsage().rss;
+    const { receiver, result } = await attemptAgainst("huge-body");
+    expect(result).toMatchObject({ succeeded: true, responseStatus: 200, error: null });
+    expect(result.responseExcerpt).toHaveLength(RESPONSE_EXCERPT_BYTES);
+    expect(result.latencyMs).toBeLessThan(TIMEOUT_MS);
+    // Loopback moves 1 GB in about a second: a reader that kept going would have taken far more than this.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.bytesWritten).toBeLessThan(64 * 1024 * 1024);
+    expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it("fails an HTTP 500 whose 1 GB body is cut by a reset, keeping the excerpt that came", async () => {
+    const { result } = await attemptAgainst("huge-body-then-reset");
+    expect(result).toMatchObject({ succeeded: false, responseStatus: 500, error: "HTTP 500" });
+    expect(result.responseExcerpt).toHaveLength(RESPONSE_EXCERPT_BYTES);
+  });
+
+  it("survives a receiver that sends a 64 KB body and closes at once (undici#5360 crashed the process there)", async () => {
+    const results = [];
+    // Several at once and in a row: the crash needed a body paused under backpressure when the FIN arrived.
+    for (let round = 0; round < 5; round += 1) {
+      const receiver = await startHostileReceiver("body-then-fin");
+      receivers.push(receiver);
+      results.push(...(await Promise.all(Array.from({ length: 8 }, () => postWebhook(agent, webhook(receiver.url), { timeoutMs: TIMEOUT_MS })))));
+    }
+    for (const result of results) {
+      expect(result).toMatchObject({ succeeded: true, responseStatus: 200 });
+      expect(result.responseExcerpt).toBe("b".repeat(RESPONSE_EXCERPT_BYTES));
+    }
+  });
+
+  it("fails a refused connection and an unsupported URL without throwing", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const refused = await postWebhook(agent, webhook(`http://127.0.0.1:${port}/`), { timeoutMs: TIMEOUT_MS });
+    expect(refused).toMatchObject({ succeeded: false, responseStatus: null });
+    expect(refused.error).toMatch(/^ECONNREFUSED/);
+    const ftp = await postWebhook(agent, webhook("ftp://127.0.0.1/"), { timeoutMs: TIMEOUT_MS });
+    expect(ftp).toMatchObject({ succeeded: false, error: "INVALID_URL: unsupported protocol ftp:" });
+  });
+
+  it("still delivers to a well-behaved receiver after all of that, with the SPEC headers and the exact body", async () => {
+    let received: { headers: Record<string, unknown>; body: string } | undefined;
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        received = { headers: request.headers, body: Buffer.concat(chunks).toString("utf8") };
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const request = webhook(`http://127.0.0.1:${(server.address() as { port: number }).port}/hook`);
+      const result = await postWebhook(agent, request, { timeoutMs: TIMEOUT_MS });
+      expect(result).toMatchObject({ succeeded: true, responseStatus: 204, error: null, responseExcerpt: "" });
+      expect(received!.body).toBe(request.body);
+      expect(received!.headers["x-renderbus-event"]).toBe("job.completed");
+      expect(received!.headers["content-length"]).toBe(String(Buffer.byteLength(request.body)));
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("refuses a blocked IP literal with the guard on, before connecting", async () => {
+    const guarded = createWebhookAgent({ guardAddresses: true, connectTimeoutMs: TIMEOUT_MS });
+    const result = await postWebhook(guarded, webhook("http://169.254.169.254/latest/meta-data/"), { timeoutMs: TIMEOUT_MS });
+    await guarded.close();
+    expect(result.succeeded).toBe(false);
+    expect(result.error).toMatch(/refused to connect/);
+  });
+});
