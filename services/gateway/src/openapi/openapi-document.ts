@@ -189,7 +189,7 @@ export function buildOpenApiDocument(serverUrl: string, routes: RouteDefinition[
     components: {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: `Authorization: Bearer rb_...`" },
-        session: { type: "apiKey", in: "cookie", name: "rb_session", description: "The dashboard session (state-changing requests also need a matching Origin)" },
+        session: { type: "apiKey", in: "cookie", name: "rb_session", description: "The dashboard session. State-changing requests also need Origin equal to the public URL's origin and the session's CSRF token (the rb_csrf cookie the gateway sets) in X-CSRF-Token" },
       },
       headers: {
         RequestId: { description: "Identifies the request in logs and support requests", schema: { type: "string" } },
