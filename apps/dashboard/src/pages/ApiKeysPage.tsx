@@ -62,7 +62,7 @@ export function ApiKeysPage() {
     <>
       <PageHeader title="API keys">
         <p className="muted">
-          Keys let your code call the Renderbus API: send <code>Authorization: Bearer rb_…</code>. Keys belong to the organization.
+          Keys let your code call the Renderbus API: send <code>Authorization: Bearer rb_…</code>. Keys belong to the organization and act with their creator's role; a member's keys stop working when they leave or are removed.
         </p>
       </PageHeader>
 
