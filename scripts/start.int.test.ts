@@ -69,6 +69,30 @@ async function readyzAnswers(status: number, timeoutMs: number): Promise<void> {
   });
 }
 
+let startEnv: NodeJS.ProcessEnv;
+
+/** Runs `npm start` in the copy and waits for its banner; returns where its output begins in `output`. */
+async function runNpmStart(): Promise<number> {
+  const from = output.length;
+  // Its own process group, as in a terminal: Ctrl-C reaches npm and everything it started.
+  const child = spawn("npm", ["start"], { cwd: checkout, env: startEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  npmStart = child;
+  for (const stream of [child.stdout!, child.stderr!]) {
+    stream.on("data", (chunk: Buffer) => (output += stripVTControlCharacters(chunk.toString("utf8"))));
+  }
+  const started = () => output.indexOf("Renderbus is running", from) !== -1;
+  await waitFor(() => started() || child.exitCode !== null || undefined, { timeoutMs: 420_000, intervalMs: 200, what: "npm start" });
+  if (!started()) throw new Error(`npm start exited (${child.exitCode}):\n${output.slice(-5000)}`);
+  return from;
+}
+
+/** Sends Ctrl-C to npm start's process group and waits until it and every pid in `pids` are gone. */
+async function pressCtrlC(pids: number[]): Promise<void> {
+  const group = npmStart!.pid!;
+  process.kill(-group, "SIGINT");
+  await waitFor(() => (!groupAlive(group) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+}
+
 function groupAlive(pid: number): boolean {
   try {
     process.kill(-pid, 0);
@@ -100,13 +124,8 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
     for (const name of Object.keys(env)) {
       if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
     }
-    // Its own process group, as in a terminal: Ctrl-C reaches npm and everything it started.
-    npmStart = spawn("npm", ["start"], { cwd: checkout, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    for (const stream of [npmStart.stdout!, npmStart.stderr!]) {
-      stream.on("data", (chunk: Buffer) => (output += stripVTControlCharacters(chunk.toString("utf8"))));
-    }
-    await waitFor(() => output.includes("Renderbus is running") || npmStart!.exitCode !== null || undefined, { timeoutMs: 420_000, intervalMs: 200, what: "npm start" });
-    if (!output.includes("Renderbus is running")) throw new Error(`npm start exited (${npmStart.exitCode}):\n${output.slice(-5000)}`);
+    startEnv = env;
+    await runNpmStart();
   }, 480_000);
 
   afterAll(async () => {
@@ -185,12 +204,28 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
     );
     expect(pids.length).toBeGreaterThanOrEqual(3 + 5 + 2);
 
-    process.kill(-npmStart!.pid!, "SIGINT");
-    await waitFor(() => (!groupAlive(npmStart!.pid!) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+    await pressCtrlC(pids);
 
     const afterCtrlC = output.slice(output.indexOf("[start] stopping services..."));
     expect(afterCtrlC).toContain("[start] stopping services...");
     expect(afterCtrlC).not.toMatch(/restarting in|restarted \(pid/);
     expect(await fetch(`${gatewayUrl}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
   }, 90_000);
+
+  it("starts again on the same data: the same folder, no new cluster, the same demo key", async () => {
+    const first = output;
+    const from = await runNpmStart();
+    const again = output.slice(from);
+    const folder = (text: string) => /\[start\] local servers keep their data in (\S+)/.exec(text)?.[1];
+    const demoKey = (text: string) => /API key\s+(rb_[A-Za-z0-9_-]+)/.exec(text)?.[1];
+
+    expect(folder(again)).toBe(folder(first));
+    expect(again).not.toContain("initdb");
+    expect(again).toMatch(/postgres: started pid \d+ .*\(data \/var\/lib\/renderbus\//);
+    // .data/demo.json's key still signs in: the database kept the org made by the first start.
+    expect(demoKey(again)).toBe(demoKey(first));
+    await readyzAnswers(200, 30_000);
+
+    await pressCtrlC([...again.matchAll(/(?:postgres|nats|redis): started pid (\d+)|(?:auth|jobs|webhook-dispatcher|worker|gateway) pid (\d+)/g)].map((match) => Number(match[1] ?? match[2])));
+  }, 480_000);
 });
