@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, describe, expect, it } from "vitest";
-import { Bus, STREAMS } from "@renderbus/bus";
+import { Bus, devNatsPassword, splitNatsUrl, STREAMS } from "@renderbus/bus";
 import type { jobEvents } from "@renderbus/contracts";
 import { testInfra, testNamespace } from "@renderbus/testing";
 import { startJobSubscriber, type ReceivedJobEvent } from "./job-subscriber.js";
@@ -21,6 +21,15 @@ const completed = (jobId: string): jobEvents.JobCompleted => ({
   cost: { credits: 1, breakdown: "1 image" },
   timing: { createdAt: 1, startedAt: 2, completedAt: 3 },
 });
+
+/**
+ * The script's environment: its own read-only NATS user (`job-subscriber`) when the test server has users (its URL
+ * carries the harness's superuser), else the URL as given.
+ */
+function asSubscriberUser(natsUrl: string): Record<string, string> {
+  const { url, credentials } = splitNatsUrl(natsUrl);
+  return credentials ? { NATS_URL: url, NATS_USER: "job-subscriber", NATS_PASSWORD: devNatsPassword("job-subscriber") } : { NATS_URL: natsUrl };
+}
 
 describe("the example job subscriber", () => {
   const buses: Bus[] = [];
@@ -41,7 +50,7 @@ describe("the example job subscriber", () => {
     const bus = await publisher(namespace);
     const child = spawn(join(repoRoot, "node_modules", ".bin", "tsx"), ["examples/job-subscriber/src/main.ts"], {
       cwd: repoRoot,
-      env: { ...process.env, NATS_URL: testInfra().natsUrl, NATS_NAMESPACE: namespace, SUBSCRIBER_DURABLE: "example-script", SUBSCRIBER_FROM: "all" },
+      env: { ...process.env, ...asSubscriberUser(testInfra().natsUrl), NATS_NAMESPACE: namespace, SUBSCRIBER_DURABLE: "example-script", SUBSCRIBER_FROM: "all" },
       stdio: ["ignore", "pipe", "inherit"],
     });
     try {

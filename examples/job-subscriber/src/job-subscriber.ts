@@ -37,9 +37,9 @@ export interface JobSubscriber {
  * dies before the ack, and a handler that throws gets the event again a second later.
  */
 export async function startJobSubscriber(options: JobSubscriberOptions): Promise<JobSubscriber> {
+  // Credentials: NATS_USER / NATS_PASSWORD from the environment (its own read-only user, `job-subscriber`).
   const bus = await Bus.connect({ url: options.natsUrl, name: options.durable, namespace: options.namespace ?? "", ...(options.logger ? { logger: options.logger } : {}) });
-  // Declaring the stream is idempotent; it only matters when the subscriber starts before the jobs service.
-  await bus.ensureStreams([STREAMS.jobEvents]);
+  await waitForStream(bus, options.logger);
   const consumer: ConsumerHandle = await bus.consume<{ jobId?: string; orgId?: string }>({
     stream: STREAMS.jobEvents,
     durable: options.durable,
@@ -62,6 +62,24 @@ export async function startJobSubscriber(options: JobSubscriberOptions): Promise
       await bus.close();
     },
   };
+}
+
+/**
+ * Waits until the jobs service has declared `JOBS_EVENTS`. A subscriber only reads: its NATS user may not create or
+ * change streams (docs/events.md, permissions), so it cannot declare the stream itself.
+ */
+async function waitForStream(bus: Bus, logger: Logger | undefined): Promise<void> {
+  const stream = bus.streamName(STREAMS.jobEvents);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await bus.jsm.streams.info(stream);
+      return;
+    } catch (error) {
+      if (!/not found/i.test(String(error))) throw error;
+      if (attempt === 0) logger?.warn({ stream }, "waiting for the jobs service to declare the stream");
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
 }
 
 /** One line per event, for a terminal. */
