@@ -4,7 +4,7 @@ import { WORKERS_DURABLE } from "./dispatch/consume-dispatches.js";
 
 /** The worker's Prometheus metrics. */
 export interface WorkerMetrics {
-  /** Dispatches handled by this replica, by outcome (completed / failed / cancelled / retried / error). */
+  /** Dispatches handled by this replica, by outcome (completed / failed / cancelled / retried / error / dead_lettered). */
   dispatches: Counter<"outcome">;
 }
 
