@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { SERVICES, startSystem, type RunningSystem, type ServiceName } from "@renderbus/testing";
+import { natsConnectOptions, SERVICES, startSystem, type RunningSystem, type ServiceName } from "@renderbus/testing";
 import { createOrg, makeTestVideo, repoRoot, startFileServer, startReceiver } from "../helpers.js";
 import { startPrivateNats, startPrivateNatsCluster, startPrivatePostgres, type NatsNode } from "./private-infra.js";
 
@@ -285,7 +285,7 @@ export const killClusterNode: Fault = {
     // Losing a node loses nothing only if every stream has 3 replicas.
     const { connect } = await import("@nats-io/transport-node");
     const { jetstreamManager } = await import("@nats-io/jetstream");
-    const connection = await connect({ servers: rig.nats[0]!.url });
+    const connection = await connect(natsConnectOptions(rig.nats[0]!.url));
     const problems: string[] = [];
     try {
       for await (const stream of (await jetstreamManager(connection)).streams.list()) {

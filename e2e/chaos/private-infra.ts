@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { canConnectNats, canQueryPostgres, startLocalPostgres, type LocalServer } from "@renderbus/testing";
+import { canConnectNats, canQueryPostgres, localNatsConfig, localNatsUrl, natsConnectOptions, startLocalPostgres, type LocalServer } from "@renderbus/testing";
 import { getFreePort, lookupUser, spawnServer, waitUntilReady, type SpawnedServer } from "../../libs/testing/src/local-process.js";
 
 /**
@@ -12,7 +12,11 @@ import { getFreePort, lookupUser, spawnServer, waitUntilReady, type SpawnedServe
 
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
 
-/** One `nats-server -js` (or one node of a cluster) that can be killed and started again with the same store. */
+/**
+ * One JetStream server (or one node of a cluster) that can be killed and started again with the same store. It runs
+ * the config `npm test` runs (libs/testing/src/local-nats.ts): every service connects as its own user, with only its
+ * permissions, through faults and failovers too.
+ */
 export class NatsNode {
   private server: SpawnedServer | undefined;
   constructor(
@@ -22,13 +26,14 @@ export class NatsNode {
     private readonly dir: string,
   ) {}
 
+  /** With the dev superuser's credentials (startSystem gives each service its own user instead). */
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return localNatsUrl(this.port);
   }
 
   async start(): Promise<void> {
     this.server = spawnServer({ name: this.name, command: NATS_SERVER, args: this.args, logFile: join(this.dir, `${this.name}.log`), cwd: this.dir, stopSignal: "SIGTERM" });
-    await waitUntilReady(this.server, () => canConnectNats(this.url), 30_000, `${this.name} on ${this.url}`);
+    await waitUntilReady(this.server, () => canConnectNats(this.url), 30_000, `${this.name} on port ${this.port}`);
   }
 
   /** SIGTERM (a clean restart) or SIGKILL (a crash). */
@@ -44,7 +49,7 @@ export class NatsNode {
 export async function startPrivateNats(): Promise<{ nodes: NatsNode[]; url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "rb-chaos-nats-"));
   const port = await getFreePort();
-  const node = new NatsNode("nats", port, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", join(dir, "js")], dir);
+  const node = new NatsNode("nats", port, ["-c", writeNatsConfig(dir, "nats", port, join(dir, "js"))], dir);
   await node.start();
   return { nodes: [node], url: node.url, stop: () => node.stop() };
 }
@@ -58,8 +63,9 @@ export async function startPrivateNatsCluster(): Promise<{ nodes: NatsNode[]; ur
   const nodes = [0, 1, 2].map((index) => {
     const store = join(dir, `n${index}`);
     mkdirSync(store, { recursive: true });
+    // Command-line flags add the cluster to the config file's listener, store and users.
     return new NatsNode(`nats-${index}`, ports[index]!, [
-      "-js", "-a", "127.0.0.1", "-p", String(ports[index]), "-sd", store, "-n", `rb-chaos-${index}`,
+      "-c", writeNatsConfig(dir, `nats-${index}`, ports[index]!, store), "-n", `rb-chaos-${index}`,
       "--cluster_name", "rbchaos", "--cluster", `nats://127.0.0.1:${clusterPorts[index]}`, "--routes", routes,
     ], dir);
   });
@@ -69,6 +75,13 @@ export async function startPrivateNatsCluster(): Promise<{ nodes: NatsNode[]; ur
   return { nodes, url: nodes[0]!.url, stop: async () => void (await Promise.all(nodes.map((node) => node.stop()))) };
 }
 
+/** Writes a node's config (users and permissions of nats-permissions.ts) and returns its path. */
+function writeNatsConfig(dir: string, name: string, port: number, store: string): string {
+  const file = join(dir, `${name}.conf`);
+  writeFileSync(file, localNatsConfig(port, store), { mode: 0o600 });
+  return file;
+}
+
 /** A JetStream cluster answers account info only once it has a meta leader. */
 async function waitForJetStream(url: string): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -76,7 +89,7 @@ async function waitForJetStream(url: string): Promise<void> {
     if (await canConnectNats(url, true)) {
       const { connect } = await import("@nats-io/transport-node");
       const { jetstreamManager } = await import("@nats-io/jetstream");
-      const connection = await connect({ servers: url, timeout: 2000 });
+      const connection = await connect({ ...natsConnectOptions(url), timeout: 2000 });
       try {
         await (await jetstreamManager(connection)).getAccountInfo();
         return;
