@@ -35,7 +35,9 @@ COPY deploy/probes ./deploy/probes
 # run against this image's node_modules; they find files beside their sources (the dashboard build, package.json).
 RUN npm run build -w @renderbus/dashboard && node scripts/build-services.mjs
 
+# Production unless told otherwise: real secrets required, SSRF guards on (docs/operations.md).
 ENV SERVICE=gateway \
+    MODE=production \
     OUTPUT_DIR=/data/outputs
 RUN mkdir -p /data/outputs && chown -R node:node /data
 USER node

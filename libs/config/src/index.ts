@@ -67,3 +67,5 @@ export const env = {
   allowPrivateAddresses: () => z.enum(["true", "false"]).default("false").transform((value) => value === "true"),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 };
+
+export { isKnownDevelopmentSecret, requireProductionSecrets, type SecretsOf } from "./production-secrets.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env } from "@renderbus/config";
+import { env, requireProductionSecrets } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Gateway configuration: parsed once from the environment in main.ts. */
@@ -47,6 +47,7 @@ export const gatewayConfigSchema = z.object({
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
   REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
   OUTPUT_DIR: z.string().default(".data/outputs"),
+  /** HMAC key of download URLs; must equal the worker's. Required in production (the default is refused there). */
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000),
@@ -81,6 +82,8 @@ export const gatewayConfigSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
-});
+})
+  // The default above is published: production refuses to start with it (or any other known development value).
+  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }));
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env } from "@renderbus/config";
+import { env, requireProductionSecrets } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Worker configuration: parsed once from the environment in main.ts. */
@@ -21,7 +21,7 @@ export const workerConfigSchema = z.object({
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
   /** Local output store; the gateway serves downloads from the same directory. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
-  /** HMAC key of download URLs; must equal the gateway's. */
+  /** HMAC key of download URLs; must equal the gateway's. Required in production (the default is refused there). */
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** Base URL of the gateway, the host of download links. */
   PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
@@ -49,6 +49,8 @@ export const workerConfigSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
-});
+})
+  // The default above is published: production refuses to start with it (or any other known development value).
+  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }));
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
