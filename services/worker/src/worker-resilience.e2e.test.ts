@@ -129,7 +129,8 @@ describe("the worker against hostile inputs, whole system", () => {
     const fatal = workerLines.map((line) => (line.startsWith("{") ? JSON.parse(line) : {})).find((entry) => entry.level === 60 || entry.level === "fatal");
     expect(fatal).toMatchObject({ jobId, msg: "uncaught error; the process exits" });
     await waitFor(() => (workerExits.length === 1 ? true : undefined), { what: "the worker to exit" });
-    expect(workerExits[0]).not.toBe("code 0");
+    // runService's exit code for a fatal error (tsx passes it through), for the supervisor to restart it.
+    expect(workerExits[0]).toBe("code 70");
 
     const next = await finished(await submit(`${python.url}/big.mp4`));
     expect(next.status, JSON.stringify(next.error)).toBe("completed");
