@@ -226,15 +226,27 @@ describe("deploy manifests", () => {
       expect(result.error?.issues ?? [], service).toEqual([]);
     }
     // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
-    const auth = SCHEMAS.auth.safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData });
-    expect(auth.error?.issues.map((issue) => issue.path.join(".")).sort()).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
+    const refused = (service: ServiceName) => [...new Set(SCHEMAS[service].safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData }).error?.issues.map((issue) => issue.path.join(".")))].sort();
+    expect(refused("auth")).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
+    expect(refused("gateway")).toContain("OUTPUT_SIGNING_SECRET");
+    expect(refused("worker")).toContain("OUTPUT_SIGNING_SECRET");
   });
 });
 
 describe("docker-compose.yml", () => {
   const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as Doc;
-  /** `${NAME:-default}` as compose resolves it with NAME unset. */
-  const interpolate = (value: unknown) => String(value).replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1");
+  /** What an operator must export before `docker compose up`: compose refuses to start without them. */
+  const operatorSecrets: Record<string, string> = {
+    OUTPUT_SIGNING_SECRET: "an-operator-chosen-output-signing-secret",
+    SECRETS_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
+    BETTER_AUTH_SECRET: "o".repeat(48),
+    SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"c".repeat(32)}`).join(","),
+  };
+  /** `${NAME:-default}` as compose resolves it with NAME unset, `${NAME:?message}` with NAME exported. */
+  const interpolate = (value: unknown) =>
+    String(value)
+      .replace(/\$\{([A-Z_]+):-([^}]*)\}/g, (_match, name: string, fallback: string) => operatorSecrets[name] ?? fallback)
+      .replace(/\$\{([A-Z_]+):\?[^}]*\}/g, (_match, name: string) => operatorSecrets[name] ?? "");
   const envOf = (service: string): Record<string, string> =>
     Object.fromEntries(Object.entries(compose.services[service].environment as Record<string, unknown>).map(([key, value]) => [key, interpolate(value)]));
 
@@ -254,7 +266,7 @@ describe("docker-compose.yml", () => {
     expect(definition.build).toBe(".");
     const env = envOf(service);
     expect(env.SERVICE).toBe(service);
-    for (const variable of ["MODE", "LOG_LEVEL", "DATABASE_URL", "NATS_URL", "NATS_NAMESPACE", "OTEL_EXPORTER_OTLP_ENDPOINT", "AUTH_GRPC_ADDRESS", "JOBS_GRPC_ADDRESS", "WEBHOOKS_GRPC_ADDRESS", "PUBLIC_URL", "OUTPUT_DIR", "OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEY"]) {
+    for (const variable of ["MODE", "LOG_LEVEL", "DATABASE_URL", "NATS_URL", "NATS_NAMESPACE", "OTEL_EXPORTER_OTLP_ENDPOINT", "AUTH_GRPC_ADDRESS", "JOBS_GRPC_ADDRESS", "WEBHOOKS_GRPC_ADDRESS", "PUBLIC_URL", "OUTPUT_DIR", "OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEYS"]) {
       expect(env[variable], `${service} ${variable}`).toBeDefined();
     }
     expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe("http://otel-collector:4318");
@@ -282,6 +294,16 @@ describe("docker-compose.yml", () => {
     // Which metrics the dashboard may query is checked against live services in e2e/tracing.e2e.test.ts.
     const dashboard = JSON.parse(readFileSync(join(deployDir, "grafana/renderbus.json"), "utf8")) as Doc;
     expect(dashboard.panels.length).toBeGreaterThan(5);
+  });
+
+  it("runs MODE=production by default and has no default for any secret (compose stops naming the missing one)", () => {
+    const common = compose["x-common-env"] as Record<string, string>;
+    expect(common.MODE).toBe("${MODE:-production}");
+    for (const secret of ["OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEYS", "BETTER_AUTH_SECRET"]) {
+      expect(common[secret], secret).toMatch(new RegExp(`^\\$\\{${secret}:\\?set ${secret}\\b[^}]*\\}$`));
+    }
+    expect(common.SECRETS_ENCRYPTION_KEY).toBeUndefined();
+    expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV [^]*?\bMODE=production\b/m);
   });
 
   it("shares one output volume between the worker and the gateway", () => {

@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { env } from "@renderbus/config";
+import { env, requireProductionSecrets } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 import { loadPlans } from "@renderbus/plans";
+import { parseSecretKeyring, SINGLE_KEY_KID, type SecretKeyring } from "./crypto/secret-box.js";
 
 /** Fixed keys for development and tests only; production refuses to start without real ones (checked below). */
 const DEV_SECRETS_ENCRYPTION_KEY = Buffer.from("renderbus-dev-secrets-key-32byte").toString("base64");
@@ -29,7 +30,22 @@ export const authConfigSchema = z
     AUTH_BIND_HOST: z.string().min(1).default("127.0.0.1"),
     /** Base URL users reach the gateway at: Better Auth's base URL, trusted origin, and whether cookies are Secure. */
     PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
-    /** AES-256-GCM key (32 bytes, base64) for webhook secrets at rest. Required in production. */
+    /**
+     * Keys of webhook secrets at rest (AES-256-GCM), `kid:base64key,...` newest first: the first encrypts, all decrypt.
+     * Rotation: put a new key first, run `npm run admin -- secrets:reencrypt`, then drop the old one (docs/operations.md).
+     */
+    SECRETS_ENCRYPTION_KEYS: z
+      .string()
+      .optional()
+      .superRefine((value, context) => {
+        if (value === undefined) return;
+        try {
+          parseSecretKeyring(value);
+        } catch (error) {
+          context.addIssue({ code: "custom", message: (error as Error).message });
+        }
+      }),
+    /** The single-key form (kid `default`), kept for existing deployments; SECRETS_ENCRYPTION_KEYS is read first. */
     SECRETS_ENCRYPTION_KEY: z
       .string()
       .refine((value) => Buffer.from(value, "base64").length === 32, "must be 32 bytes encoded as base64")
@@ -53,18 +69,36 @@ export const authConfigSchema = z
         }
       }, "must be JSON overriding known plans and fields"),
   })
+  // Production refuses to start without real secrets, or with one published in this repository (libs/config).
   .superRefine((config, context) => {
-    if (config.MODE !== "production") return;
-    for (const variable of ["SECRETS_ENCRYPTION_KEY", "BETTER_AUTH_SECRET"] as const) {
-      if (!config[variable]) context.addIssue({ code: "custom", path: [variable], message: "is required in production" });
-    }
+    // One of the two key variables is required; whichever is set must hold no published key.
+    const keys = {
+      ...(config.SECRETS_ENCRYPTION_KEYS !== undefined || config.SECRETS_ENCRYPTION_KEY === undefined ? { SECRETS_ENCRYPTION_KEYS: keysOf } : {}),
+      ...(config.SECRETS_ENCRYPTION_KEY !== undefined ? { SECRETS_ENCRYPTION_KEY: true as const } : {}),
+    };
+    requireProductionSecrets({ BETTER_AUTH_SECRET: true, ...keys })(config, context);
   });
+
+/** The base64 keys of a SECRETS_ENCRYPTION_KEYS value (none when malformed: its own check reports that). */
+function keysOf(value: string): string[] {
+  try {
+    return parseSecretKeyring(value).map(({ key }) => key.toString("base64"));
+  } catch {
+    return [];
+  }
+}
 
 export type AuthConfig = z.infer<typeof authConfigSchema>;
 
-/** The secrets key as bytes: the configured one, or the fixed development key outside production. */
-export function secretsKeyOf(config: AuthConfig): Buffer {
-  return Buffer.from(config.SECRETS_ENCRYPTION_KEY ?? DEV_SECRETS_ENCRYPTION_KEY, "base64");
+/**
+ * The keyring of webhook secrets at rest, newest first: SECRETS_ENCRYPTION_KEYS, then SECRETS_ENCRYPTION_KEY as kid
+ * `default` (unless a key of that kid is listed), or the fixed development key outside production.
+ */
+export function secretsKeyOf(config: AuthConfig): SecretKeyring {
+  const listed = config.SECRETS_ENCRYPTION_KEYS === undefined ? [] : parseSecretKeyring(config.SECRETS_ENCRYPTION_KEYS);
+  const single = config.SECRETS_ENCRYPTION_KEY ?? (listed.length === 0 ? DEV_SECRETS_ENCRYPTION_KEY : undefined);
+  if (single === undefined || listed.some((entry) => entry.kid === SINGLE_KEY_KID)) return listed;
+  return [...listed, { kid: SINGLE_KEY_KID, key: Buffer.from(single, "base64") }];
 }
 
 /** Better Auth's signing secret: the configured one, or a fixed development value outside production. */

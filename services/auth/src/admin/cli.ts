@@ -4,6 +4,7 @@ import { AppError } from "@renderbus/errors";
 import { isPlanName, PLAN_NAMES, type PlanName } from "@renderbus/plans";
 import { authConfigSchema } from "../config.js";
 import { createKeyForOrg, createOrgWithKey, grantOrgCredits, openAdminStore, setOrgWebhook, setPlan, type AdminStore } from "./index.js";
+import { reencryptSecrets } from "./reencrypt-secrets.js";
 
 /** Operator CLI: `npm run admin -- <command> [--flags]`. Exit codes: 0 ok, 1 failed, 2 bad arguments, 78 bad config. */
 
@@ -15,9 +16,14 @@ Commands:
   credits:grant --org <org_id> --amount <credits>                       add credits to an org's balance
   key:create   --org <org_id> --name <name> [--json]                    create an API key for an org
   org:webhook  --org <org_id> --url <url> --secret <secret>             set an org's webhook target
+  secrets:reencrypt                                                     re-encrypt every stored webhook secret with
+                                                                        the newest key of SECRETS_ENCRYPTION_KEYS
 `;
 
 class UsageError extends Error {}
+
+/** A command that did part of its work: exit code 1 with what is left to do. */
+class IncompleteError extends Error {}
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -86,6 +92,19 @@ const COMMANDS: Record<string, Command> = {
       return `Webhook of ${id} set to ${text(flags, "url")} (secret stored encrypted)`;
     },
   },
+  "secrets:reencrypt": {
+    flags: [],
+    async run(store) {
+      const outcome = await reencryptSecrets(store);
+      const summary = `Webhook secrets sealed with key ${outcome.kid}: ${outcome.reencrypted} re-encrypted, ${outcome.alreadyCurrent} already current`;
+      const problems = [
+        ...(outcome.changedMeanwhile > 0 ? [`${outcome.changedMeanwhile} changed while running: run the command again`] : []),
+        ...(outcome.unreadable.length > 0 ? [`no configured key opens the secret of ${outcome.unreadable.join(", ")}: keep the key that sealed it in SECRETS_ENCRYPTION_KEYS`] : []),
+      ];
+      if (problems.length > 0) throw new IncompleteError(`${summary}; ${problems.join("; ")}`);
+      return `${summary}. Keys other than ${outcome.kid} can now be removed.`;
+    },
+  },
 };
 
 /** Runs one CLI invocation; returns the exit code. Output goes to the given writers (tests capture them). */
@@ -144,6 +163,10 @@ export async function runAdminCli(
     if (error instanceof UsageError) {
       err(`${name}: ${error.message}\n\n${USAGE}`);
       return 2;
+    }
+    if (error instanceof IncompleteError) {
+      err(`${name}: ${error.message}`);
+      return 1;
     }
     if (error instanceof AppError) {
       err(`${name}: ${error.code}: ${error.message}`);

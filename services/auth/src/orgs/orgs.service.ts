@@ -177,7 +177,7 @@ export async function setWebhookTarget(store: AuthStore, orgId: string, webhookU
         updated_at: Date.now(),
         ...(clear ? { webhook_url: null, webhook_secret_encrypted: null } : {}),
         ...(!clear && webhookUrl !== undefined ? { webhook_url: webhookUrl } : {}),
-        ...(!clear && webhookSecret !== undefined ? { webhook_secret_encrypted: store.secretBox.seal(webhookSecret) } : {}),
+        ...(!clear && webhookSecret !== undefined ? { webhook_secret_encrypted: store.secretBox.seal(webhookSecret, orgId) } : {}),
       })
       .where("id", "=", orgId)
       .returning(["plan"])
@@ -199,7 +199,7 @@ export async function webhookTarget(store: AuthStore, orgId: string): Promise<au
     orgId,
     plan: org.plan,
     url: org.webhook_url,
-    secret: org.webhook_secret_encrypted ? store.secretBox.open(org.webhook_secret_encrypted) : undefined,
+    secret: org.webhook_secret_encrypted ? store.secretBox.open(org.webhook_secret_encrypted, orgId) : undefined,
   };
 }
 
