@@ -160,10 +160,12 @@ async function saveBody(exchange: Exchange, destination: string, maxBytes: numbe
   }
   // A close-delimited body (HTTP/1.0, no Content-Length) ends when the server closes; one that names its length or
   // is chunked is only complete when all of it arrived.
-  if (!exchange.response.complete) throw new TruncatedError();
+  if (!exchange.response.complete) {
+    await rm(destination, { force: true }).catch(() => undefined);
+    throw new TruncatedError();
+  }
   return size;
 }
-
 
 const codeOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code;
 
