@@ -31,6 +31,11 @@ export const jobsConfigSchema = z.object({
   JOBS_WATCHDOG_INTERVAL_MS: z.coerce.number().int().positive().default(10_000),
   /** Extra time a worker gets past the plan's run time before the watchdog fails the job with PROVIDER_TIMEOUT. */
   JOBS_WATCHDOG_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
+  /**
+   * A job still `dispatched` (no worker started it) this long after its dispatch is failed with PROVIDER_ERROR by the
+   * watchdog: a dropped dispatch, or one that ran out of deliveries, frees its concurrency slot (default 10 min).
+   */
+  DISPATCHED_TIMEOUT_MS: z.coerce.number().int().positive().default(10 * 60 * 1000),
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */

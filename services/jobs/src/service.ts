@@ -63,8 +63,13 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     scheduler,
     logger,
     idempotency: { ttlMs: config.IDEMPOTENCY_TTL_MS, staleMs: config.IDEMPOTENCY_STALE_MS },
+    queuedJobs: new QueuedJobsCap(database.db),
   };
-  const watchdog = startJobTimeoutWatchdog(deps, { intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS, graceMs: config.JOBS_WATCHDOG_GRACE_MS });
+  const watchdog = startJobTimeoutWatchdog(deps, {
+    intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS,
+    graceMs: config.JOBS_WATCHDOG_GRACE_MS,
+    dispatchedTimeoutMs: config.DISPATCHED_TIMEOUT_MS,
+  });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
 
   const rpc = createRpcServer(identity, logger);
