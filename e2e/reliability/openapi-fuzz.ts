@@ -37,6 +37,8 @@ export interface Operation {
   operationId: string;
   parameters: Parameter[];
   bodySchema?: JsonSchema;
+  /** Answers a Server-Sent Events stream (the stream routes ignore unknown query parameters). */
+  eventStream: boolean;
 }
 
 export interface FuzzRequest {
@@ -47,19 +49,22 @@ export interface FuzzRequest {
   path: string;
   headers: Record<string, string>;
   body?: string;
-  /** A 2xx is acceptable (no generator sets it today: every route refuses unknown query parameters). */
+  /** A 2xx is acceptable: an event stream given an unknown query parameter (every other route refuses one). */
   mayReadOk: boolean;
   /** The answer the request must get when it is precise (bad credentials: 401). */
   expectStatus?: number;
 }
 
-export function operationsOf(document: { paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } }>> }): Operation[] {
+export function operationsOf(document: {
+  paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: JsonSchema }> }; responses?: Record<string, { content?: Record<string, unknown> }> }>>;
+}): Operation[] {
   return Object.entries(document.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({
       method: method.toUpperCase(),
       path,
       operationId: operation.operationId,
       parameters: operation.parameters ?? [],
+      eventStream: Object.values(operation.responses ?? {}).some((response) => response.content?.["text/event-stream"] !== undefined),
       ...(operation.requestBody ? { bodySchema: operation.requestBody.content["application/json"]!.schema } : {}),
     })),
   );
@@ -320,11 +325,12 @@ export function requestsFor(operation: Operation, context: FuzzContext): fc.Arbi
       })),
     );
   } else {
-    // A route without query parameters refuses any (unknown fields are a 400, in the query too).
+    // A route without query parameters refuses any (unknown fields are a 400, in the query too); an event stream
+    // ignores them.
     kinds.push(
       nastyString(20)
         .filter((name) => name.length > 0)
-        .map((name) => ({ ...base, kind: "extra-query", path: `${realPath()}?${new URLSearchParams({ [name]: "1" }).toString()}`, headers: authorized })),
+        .map((name) => ({ ...base, kind: "extra-query", path: `${realPath()}?${new URLSearchParams({ [name]: "1" }).toString()}`, headers: authorized, mayReadOk: operation.eventStream })),
     );
   }
 

@@ -144,6 +144,9 @@ describe("a gateway under hostile requests (SECURITY-AUDIT findings 13, 20, 23)"
     const withQuery = await fetch(`${system.gatewayUrl}/me?verbose=1`, { headers: { authorization: `Bearer ${key}` } });
     expect(withQuery.status).toBe(400);
     expect(await withQuery.json()).toEqual({ error: { code: "VALIDATION_ERROR", message: "query query: unknown field verbose" } });
+    const mcpWithQuery = await post("/mcp?session=1", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+    expect(mcpWithQuery.status).toBe(400);
+    expect(await mcpWithQuery.json()).toEqual({ error: { code: "VALIDATION_ERROR", message: "query query: unknown field session" } });
   });
 
   it("serves /metrics on GATEWAY_METRICS_PORT only, and /readyz", async () => {

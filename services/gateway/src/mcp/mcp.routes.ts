@@ -7,6 +7,8 @@ import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
 import type { RouteDefinition } from "../http/route.js";
 import { sendError } from "../http/errors.js";
+import { parseRequestPart } from "../http/validation.js";
+import { noQuery } from "../routes/schemas.js";
 import { buildMcpTools, type McpTool } from "./mcp-tools.js";
 import { callTool } from "./call-tool.js";
 import {
@@ -44,6 +46,12 @@ export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, route
       auth = await resolveMcpCredential(request, deps);
     } catch (error) {
       return sendMcpAuthError(error, request, reply, deps);
+    }
+    // The endpoint takes no query parameters; an unknown one is a 400, as on every REST route.
+    try {
+      parseRequestPart(noQuery, request.query, "query");
+    } catch (error) {
+      return sendError(error, request, reply, deps.logger);
     }
     const server = createServer(listing, toolsByName, { auth, request, reply, deps });
     // Stateless: no session id; JSON responses, since every call here answers at once (no server-sent progress).
