@@ -1,7 +1,9 @@
 /**
  * `npm start` for real, from a copy of this checkout inside a mode-700 folder (as /root is), with no PostgreSQL,
- * NATS or Redis where it looks: it must start its own servers with their data where the postgres OS user can reach
- * it, serve /readyz, bring back a service killed with SIGKILL, and leave nothing running after Ctrl-C.
+ * NATS or Redis where it looks: as root it must start its own servers with their data where the postgres OS user
+ * can reach it, serve /readyz, bring back a service killed with SIGKILL, leave nothing running after Ctrl-C and find
+ * its data again on the next start; as an ordinary user (nobody) in that user's private home, start with the data
+ * in the checkout. Root only (it creates and switches users' files); about 2.5 minutes.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
@@ -41,7 +43,8 @@ async function copyCheckout(target: string): Promise<void> {
   const modules = join(target, "node_modules");
   mkdirSync(modules);
   for (const entry of readdirSync(join(repoRoot, "node_modules"))) {
-    if (entry === "@renderbus" || entry === ".package-lock.json") continue;
+    // Not the caches tools write into (.vite-temp, .cache): the copy gets its own.
+    if (entry === "@renderbus" || (entry.startsWith(".") && entry !== ".bin")) continue;
     symlinkSync(join(repoRoot, "node_modules", entry), join(modules, entry));
   }
   mkdirSync(join(modules, "@renderbus"));
@@ -72,10 +75,10 @@ async function readyzAnswers(status: number, timeoutMs: number): Promise<void> {
 let startEnv: NodeJS.ProcessEnv;
 
 /** Runs `npm start` in the copy and waits for its banner; returns where its output begins in `output`. */
-async function runNpmStart(): Promise<number> {
+async function runNpmStart(runAs?: { uid: number; gid: number }): Promise<number> {
   const from = output.length;
   // Its own process group, as in a terminal: Ctrl-C reaches npm and everything it started.
-  const child = spawn("npm", ["start"], { cwd: checkout, env: startEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("npm", ["start"], { cwd: checkout, env: startEnv, detached: true, stdio: ["ignore", "pipe", "pipe"], ...runAs });
   npmStart = child;
   for (const stream of [child.stdout!, child.stderr!]) {
     stream.on("data", (chunk: Buffer) => (output += stripVTControlCharacters(chunk.toString("utf8"))));
@@ -84,6 +87,28 @@ async function runNpmStart(): Promise<number> {
   await waitFor(() => started() || child.exitCode !== null || undefined, { timeoutMs: 420_000, intervalMs: 200, what: "npm start" });
   if (!started()) throw new Error(`npm start exited (${child.exitCode}):\n${output.slice(-5000)}`);
   return from;
+}
+
+/**
+ * The environment of a terminal where nothing answers on the ports npm start probes (so it starts its own servers),
+ * with free ports for the gateway, and nothing of this test run's (vitest's MODE, NODE_ENV, VITEST_*). Sets
+ * `gatewayUrl`.
+ */
+async function terminalEnv(): Promise<NodeJS.ProcessEnv> {
+  const [postgresPort, natsPort, redisPort, gatewayPort, metricsPort] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
+  gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    RENDERBUS_POSTGRES_PORT: String(postgresPort),
+    RENDERBUS_NATS_PORT: String(natsPort),
+    RENDERBUS_REDIS_PORT: String(redisPort),
+    GATEWAY_PORT: String(gatewayPort),
+    GATEWAY_METRICS_PORT: String(metricsPort),
+  };
+  for (const name of Object.keys(env)) {
+    if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
+  }
+  return env;
 }
 
 /** Sends Ctrl-C to npm start's process group and waits until it and every pid in `pids` are gone. */
@@ -109,21 +134,7 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
     checkout = join(privateParent, "renderbus");
     await copyCheckout(checkout);
 
-    const [postgresPort, natsPort, redisPort, gatewayPort, metricsPort] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
-    gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      // Nothing listens on these: npm start must start its own servers.
-      RENDERBUS_POSTGRES_PORT: String(postgresPort),
-      RENDERBUS_NATS_PORT: String(natsPort),
-      RENDERBUS_REDIS_PORT: String(redisPort),
-      GATEWAY_PORT: String(gatewayPort),
-      GATEWAY_METRICS_PORT: String(metricsPort),
-    };
-    // As from a terminal: nothing of this test run's environment (vitest's MODE, NODE_ENV, VITEST_*).
-    for (const name of Object.keys(env)) {
-      if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
-    }
+    const env = await terminalEnv();
     startEnv = env;
     await runNpmStart();
   }, 480_000);
@@ -228,4 +239,44 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
 
     await pressCtrlC([...again.matchAll(/(?:postgres|nats|redis): started pid (\d+)|(?:auth|jobs|webhook-dispatcher|worker|gateway) pid (\d+)/g)].map((match) => Number(match[1] ?? match[2])));
   }, 480_000);
+});
+
+describe.skipIf(!isRoot)("npm start as an ordinary user, from that user's private home folder", () => {
+  /** `nobody`: an unprivileged user every Linux has, standing in for a developer's own account. */
+  const user = { uid: 65534, gid: 65534 };
+  let home: string;
+  let from: number;
+  const ownOutput = () => output.slice(from);
+
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), "renderbus-user-home-"));
+    checkout = join(home, "renderbus");
+    await copyCheckout(checkout);
+    await run("chown", ["-R", `${user.uid}:${user.gid}`, home]);
+    await chmod(home, 0o700);
+    startEnv = { ...(await terminalEnv()), HOME: home, USER: "nobody", LOGNAME: "nobody" };
+    from = await runNpmStart(user);
+  }, 480_000);
+
+  afterAll(async () => {
+    writeFileSync(join(tmpdir(), "renderbus-start-int-test.log"), output);
+    if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
+    for (const match of ownOutput().matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
+      if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");
+    }
+    if (home) await rm(home, { recursive: true, force: true });
+  }, 60_000);
+
+  it("keeps the servers' data in the checkout's .data (PostgreSQL runs as that user) and serves /readyz", async () => {
+    expect(ownOutput()).toContain(`[start] local servers keep their data in ${checkout}/.data (inside the checkout)`);
+    expect(existsSync(join(checkout, ".data", "postgres", "data", "PG_VERSION"))).toBe(true);
+    await readyzAnswers(200, 30_000);
+  });
+
+  it("stops everything it started on Ctrl-C", async () => {
+    const pids = [...ownOutput().matchAll(/(?:postgres|nats|redis): started pid (\d+)|(?:auth|jobs|webhook-dispatcher|worker|gateway) pid (\d+)/g)].map((match) => Number(match[1] ?? match[2]));
+    expect(pids.length).toBe(3 + 5);
+
+    await pressCtrlC(pids);
+  }, 90_000);
 });
