@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
+import { DEPLOY_AUTHORIZATION_FILE, deployNatsAuthorization, NATS_USERS, natsPasswordVariable } from "@renderbus/bus";
 import { SERVICE_MAX_OLD_SPACE_MB } from "@renderbus/testing";
 import { authConfigSchema } from "../services/auth/src/config.js";
 import { gatewayConfigSchema } from "../services/gateway/src/config.js";
@@ -320,5 +321,151 @@ describe("docker-compose.yml", () => {
     expect(dockerfile).toMatch(/RUN .*node scripts\/build-services\.mjs/);
     expect(dockerfile).toContain(`exec node --max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB} --enable-source-maps services/\${SERVICE}/dist/main.mjs`);
     expect(dockerfile).not.toMatch(/--import tsx/);
+  });
+});
+
+describe("NATS users and permissions in the deploy configs", () => {
+  const NATS_USERS_OF_SERVICES = SERVICES;
+  const statefulSet = () => named("StatefulSet", "nats")!;
+
+  it("ships the authorization.conf generated from libs/bus/src/nats-permissions.ts (npm run nats:config)", () => {
+    expect(readFileSync(join(repoRoot, DEPLOY_AUTHORIZATION_FILE), "utf8")).toBe(deployNatsAuthorization());
+  });
+
+  it("includes it in the cluster's config, mounted beside nats.conf, each password from the nats-users Secret", () => {
+    expect(named("ConfigMap", "nats-config")!.data["nats.conf"]).toMatch(/^\s*include "authorization\.conf"$/m);
+    const kustomization = parse(readFileSync(join(deployDir, "nats", "kustomization.yaml"), "utf8")) as Doc;
+    expect(kustomization.configMapGenerator).toContainEqual(expect.objectContaining({ name: "nats-authorization", files: ["authorization.conf"] }));
+    const sources = (statefulSet().spec.template.spec.volumes as Doc[]).find((volume) => volume.name === "config")!.projected.sources as Doc[];
+    expect(sources.map((source) => source.configMap.name).sort()).toEqual(["nats-authorization", "nats-config"]);
+    const env = containerOf(statefulSet()).env as Doc[];
+    const secret = named("Secret", "nats-users")!;
+    for (const user of NATS_USERS) {
+      expect(env.find((entry) => entry.name === natsPasswordVariable(user))?.valueFrom?.secretKeyRef, user).toEqual({ name: "nats-users", key: user });
+      expect(secret.stringData[user], user).toBeDefined();
+    }
+  });
+
+  it.each(NATS_USERS_OF_SERVICES)("connects %s to NATS as its own user, in Kubernetes and in compose", (service) => {
+    const env = containerOf(serviceDeployment(service)).env as Doc[];
+    expect(env.find((entry) => entry.name === "NATS_USER")?.value).toBe(service);
+    expect(env.find((entry) => entry.name === "NATS_PASSWORD")?.valueFrom?.secretKeyRef).toEqual({ name: "nats-users", key: service });
+    const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as Doc;
+    const variable = natsPasswordVariable(service);
+    expect(compose.services[service].environment.NATS_USER).toBe(service);
+    expect(compose.services[service].environment.NATS_PASSWORD).toMatch(new RegExp(`^\\$\\{${variable}:\\?`));
+    expect(compose.services.nats.environment[variable]).toMatch(new RegExp(`^\\$\\{${variable}:\\?`));
+  });
+
+  it("runs compose's NATS with the same users, published on the host's loopback only", () => {
+    const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as Doc;
+    expect(compose.services.nats.volumes).toContain("./deploy/nats/authorization.conf:/etc/nats/authorization.conf:ro");
+    expect(compose.services.nats.volumes).toContain("./deploy/nats/compose.conf:/etc/nats/nats.conf:ro");
+    expect(readFileSync(join(deployDir, "nats", "compose.conf"), "utf8")).toMatch(/^include "authorization\.conf"$/m);
+    for (const port of compose.services.nats.ports as string[]) expect(port).toMatch(/^127\.0\.0\.1:/);
+  });
+});
+
+describe("network policies", () => {
+  const policies = ofKind("NetworkPolicy");
+  const labelsOf = (name: string): Record<string, string> => {
+    const workload = named("Deployment", name) ?? named("StatefulSet", name);
+    return workload!.spec.template.metadata.labels as Record<string, string>;
+  };
+  const selects = (selector: Doc | undefined, labels: Record<string, string>) =>
+    Object.entries((selector?.matchLabels ?? {}) as Record<string, string>).every(([key, value]) => labels[key] === value);
+  const policiesOf = (name: string, type: "Ingress" | "Egress") =>
+    policies.filter((policy) => (policy.spec.policyTypes as string[]).includes(type) && selects(policy.spec.podSelector, labelsOf(name)));
+  const portAllowed = (ports: Doc[] | undefined, port: number) => !ports || ports.some((each) => each.port === port);
+  /** A peer of a rule in this namespace: a podSelector without a namespaceSelector. */
+  const peerSelectsPod = (peer: Doc, labels: Record<string, string>) => peer.podSelector !== undefined && peer.namespaceSelector === undefined && selects(peer.podSelector, labels);
+
+  /** Both ends agree: `from`'s egress and `to`'s ingress allow the connection on `port`. */
+  const flowAllowed = (from: string, to: string, port: number) =>
+    policiesOf(from, "Egress").some((policy) => ((policy.spec.egress ?? []) as Doc[]).some((rule) => portAllowed(rule.ports, port) && (!rule.to || (rule.to as Doc[]).some((peer) => peerSelectsPod(peer, labelsOf(to)))))) &&
+    policiesOf(to, "Ingress").some((policy) => ((policy.spec.ingress ?? []) as Doc[]).some((rule) => portAllowed(rule.ports, port) && (!rule.from || (rule.from as Doc[]).some((peer) => peerSelectsPod(peer, labelsOf(from))))));
+
+  const ipv4 = (address: string) => address.split(".").reduce((value, octet) => value * 256 + Number(octet), 0);
+  const inCidr = (address: string, cidr: string) => {
+    const [base, bits] = cidr.split("/") as [string, string];
+    if (base.includes(":") !== address.includes(":")) return false;
+    if (address.includes(":")) return cidr === "::/0";
+    const size = 2 ** (32 - Number(bits));
+    return Math.floor(ipv4(address) / size) === Math.floor(ipv4(base) / size);
+  };
+  /** Whether some egress rule of `from` lets it open `address:port` by IP (ipBlock, or a rule with no `to` at all). */
+  const egressToAddress = (from: string, address: string, port: number) =>
+    policiesOf(from, "Egress").some((policy) =>
+      ((policy.spec.egress ?? []) as Doc[]).some(
+        (rule) =>
+          portAllowed(rule.ports, port) &&
+          (!rule.to || (rule.to as Doc[]).some((peer) => peer.ipBlock && inCidr(address, peer.ipBlock.cidr) && !((peer.ipBlock.except ?? []) as string[]).some((except) => inCidr(address, except))))),
+    );
+
+  /** Addresses in the cluster's and the VPC's ranges, the cloud metadata endpoint, loopback, CGNAT. */
+  const PRIVATE_ADDRESSES = ["10.0.0.12", "10.96.0.1", "172.16.4.2", "172.31.255.1", "192.168.1.10", "169.254.169.254", "100.64.0.7", "127.0.0.1"];
+
+  it("denies every flow in the namespace by default", () => {
+    const deny = named("NetworkPolicy", "default-deny")!;
+    expect(deny.spec.podSelector).toEqual({});
+    expect([...deny.spec.policyTypes].sort()).toEqual(["Egress", "Ingress"]);
+    expect(deny.spec.ingress).toBeUndefined();
+    expect(deny.spec.egress).toBeUndefined();
+  });
+
+  it("has a policy of its own for every workload", () => {
+    for (const workload of [...ofKind("Deployment"), ...ofKind("StatefulSet")]) {
+      expect(policies.filter((policy) => Object.keys(policy.spec.podSelector.matchLabels ?? {}).length > 0 && selects(policy.spec.podSelector, workload.spec.template.metadata.labels)).length, workload.metadata.name).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([
+    ["gateway", "auth", 50051],
+    ["gateway", "auth", 50061],
+    ["gateway", "jobs", 50052],
+    ["gateway", "webhook-dispatcher", 50053],
+    ["jobs", "auth", 50051],
+    ["worker", "auth", 50051],
+    ["worker", "jobs", 50052],
+    ["webhook-dispatcher", "auth", 50051],
+    ...SERVICES.map((service) => [service, "nats", 4222] as const),
+    ...SERVICES.map((service) => [service, "otel-collector", 4318] as const),
+    ["nats", "nats", 6222],
+  ] as const)("allows %s -> %s:%i", (from, to, port) => {
+    expect(flowAllowed(from, to, port)).toBe(true);
+  });
+
+  it.each([
+    ["worker", "webhook-dispatcher", 50053],
+    ["worker", "gateway", 3000],
+    ["worker", "nats", 6222],
+    ["worker", "nats", 8222],
+    ["webhook-dispatcher", "jobs", 50052],
+    ["webhook-dispatcher", "gateway", 3000],
+    ["jobs", "webhook-dispatcher", 50053],
+    ["gateway", "nats", 6222],
+    ["auth", "jobs", 50052],
+  ] as const)("refuses %s -> %s:%i", (from, to, port) => {
+    expect(flowAllowed(from, to, port)).toBe(false);
+  });
+
+  it("lets the worker reach the public internet for inputs but no private range, not even the cluster's DNS over TCP 80", () => {
+    for (const port of [80, 443, 8080]) expect(egressToAddress("worker", "93.184.216.34", port), `public :${port}`).toBe(true);
+    for (const address of PRIVATE_ADDRESSES) {
+      for (const port of [80, 443, 4222, 5432, 6379, 50051, 8222]) expect(egressToAddress("worker", address, port), `${address}:${port}`).toBe(false);
+    }
+  });
+
+  it("lets the webhook dispatcher reach customers' webhooks on the public internet but no private range except its database port", () => {
+    for (const port of [80, 443, 8443]) expect(egressToAddress("webhook-dispatcher", "93.184.216.34", port)).toBe(true);
+    for (const address of PRIVATE_ADDRESSES) {
+      for (const port of [80, 443, 4222, 6379, 50051]) expect(egressToAddress("webhook-dispatcher", address, port), `${address}:${port}`).toBe(false);
+    }
+  });
+
+  it("keeps the gateway, auth and jobs off the internet (only their database or Redis port by address)", () => {
+    for (const service of ["gateway", "auth", "jobs"]) {
+      for (const port of [80, 443]) expect(egressToAddress(service, "93.184.216.34", port), `${service}:${port}`).toBe(false);
+    }
   });
 });

@@ -18,11 +18,17 @@ export interface NatsCredentials {
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
 }
 
-/** Thrown by `Bus.connect` in production when no NATS credentials are configured. */
+/** Shortest NATS password a production process accepts (the deploy Secret's `REPLACE_ME` placeholders are shorter). */
+export const MIN_PRODUCTION_NATS_PASSWORD_LENGTH = 16;
+
+/**
+ * Thrown by `Bus.connect` in production when no NATS credentials are configured, or when the password is shorter than
+ * {@link MIN_PRODUCTION_NATS_PASSWORD_LENGTH} (a placeholder left in the Secret).
+ */
 export class MissingNatsCredentialsError extends Error {
   override readonly name = "MissingNatsCredentialsError";
-  constructor() {
-    super("NATS_USER and NATS_PASSWORD (or NATS_CREDS) are required when MODE=production: NATS refuses anonymous clients");
+  constructor(message = "NATS_USER and NATS_PASSWORD (or NATS_CREDS) are required when MODE=production: NATS refuses anonymous clients") {
+    super(message);
   }
 }
 
@@ -48,6 +54,9 @@ export function natsCredentialsFromEnv(env: NodeJS.ProcessEnv = process.env): Na
  */
 export function natsConnectionOptions(url: string, credentials: NatsCredentials, production: boolean): Partial<ConnectionOptions> {
   if (production && !credentials.user && !credentials.credsFile) throw new MissingNatsCredentialsError();
+  if (production && credentials.user && (credentials.password ?? "").length < MIN_PRODUCTION_NATS_PASSWORD_LENGTH) {
+    throw new MissingNatsCredentialsError(`NATS_PASSWORD must have at least ${MIN_PRODUCTION_NATS_PASSWORD_LENGTH} characters when MODE=production`);
+  }
   const wantsTls = url.startsWith("tls://") || credentials.tls !== undefined;
   return {
     ...(credentials.user ? { user: credentials.user, pass: credentials.password ?? "", inboxPrefix: natsInboxPrefix(credentials.user) } : {}),

@@ -210,3 +210,20 @@ export const DEV_NATS_SEED = "renderbus-local-nats";
 export function devNatsPassword(user: string, seed: string = process.env.RENDERBUS_NATS_DEV_SEED || DEV_NATS_SEED): string {
   return createHmac("sha256", seed).update(user).digest("base64url");
 }
+
+/** Where the deploy configs' generated users live (included by deploy/nats/nats.yaml and deploy/nats/compose.conf). */
+export const DEPLOY_AUTHORIZATION_FILE = "deploy/nats/authorization.conf";
+
+/**
+ * The content of {@link DEPLOY_AUTHORIZATION_FILE}: every user with its production permissions, passwords read by
+ * nats-server from its environment (`NATS_PASSWORD_<USER>`, from the `nats-users` Secret or compose variables).
+ * Written by `npm run nats:config`; deploy/manifests.test.ts fails when the checked-in file differs.
+ */
+export function deployNatsAuthorization(): string {
+  return [
+    "# Generated from libs/bus/src/nats-permissions.ts by `npm run nats:config`: do not edit by hand.",
+    "# One user per service with only the subjects it owns or consumes (docs/events.md, \"Permissions\"); each password",
+    "# comes from the server's environment (NATS_PASSWORD_<USER>).",
+    natsAuthorizationBlock({ passwords: passwordsFromEnvironment, namespaces: PRODUCTION_NAMESPACES }),
+  ].join("\n");
+}
