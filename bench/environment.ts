@@ -9,13 +9,13 @@ const repoRoot = join(import.meta.dirname, "..");
 
 /**
  * Plan overrides for the benchmark orgs: rate limits out of the way (we measure the system, not the limiter's
- * refusals), room for a 1,000-job batch, and `pro` made a plan whose jobs wait (concurrency 1) so `POST /jobs`
- * acceptance is measured without thousands of jobs running under it.
+ * refusals), room for a 1,000-job batch, queues without a practical cap (`maxQueuedJobs`), and `pro` made a plan
+ * whose jobs wait (concurrency 1) so `POST /jobs` acceptance is measured without thousands of jobs running under it.
  */
 export const BENCH_PLANS = {
-  scale: { requestsPerMinute: 100_000_000, concurrency: 200, maxBatchSize: 1000 },
+  scale: { requestsPerMinute: 100_000_000, concurrency: 200, maxBatchSize: 1000, maxQueuedJobs: 100_000_000 },
   starter: { requestsPerMinute: 100_000_000 },
-  pro: { requestsPerMinute: 100_000_000, concurrency: 1, maxRunSeconds: 3600 },
+  pro: { requestsPerMinute: 100_000_000, concurrency: 1, maxRunSeconds: 3600, maxQueuedJobs: 100_000_000 },
 };
 
 /** A running system on fresh infrastructure, for one benchmark run. */

@@ -10,6 +10,11 @@ export interface Plan {
   /** Jobs running at once per org; more wait in submission order. */
   concurrency: number;
   maxBatchSize: number;
+  /**
+   * Jobs an org may have waiting for a slot (status `waiting`) at once; a submission that would go past it is refused
+   * with PLAN_LIMIT (SECURITY-AUDIT finding 12: an unbounded queue is free to fill). Running jobs do not count.
+   */
+  maxQueuedJobs: number;
   maxRunSeconds: number;
   maxInputBytes: number;
   monthlyCredits: number;
@@ -22,10 +27,10 @@ const MB = 1024 * 1024;
 
 /** SPEC section 2: the one table of plan values. Self-hosters override entries with `PLANS_JSON`. */
 export const DEFAULT_PLANS: Record<PlanName, Plan> = {
-  free: { name: "free", requestsPerMinute: 10, concurrency: 2, maxBatchSize: 5, maxRunSeconds: 120, maxInputBytes: 100 * MB, monthlyCredits: 200, webhooks: false, jobTypes: "basic" },
-  starter: { name: "starter", requestsPerMinute: 30, concurrency: 5, maxBatchSize: 10, maxRunSeconds: 300, maxInputBytes: 500 * MB, monthlyCredits: 1900, webhooks: true, jobTypes: "all" },
-  pro: { name: "pro", requestsPerMinute: 60, concurrency: 10, maxBatchSize: 25, maxRunSeconds: 600, maxInputBytes: 1024 * MB, monthlyCredits: 4900, webhooks: true, jobTypes: "all" },
-  scale: { name: "scale", requestsPerMinute: 120, concurrency: 25, maxBatchSize: 50, maxRunSeconds: 900, maxInputBytes: 5 * 1024 * MB, monthlyCredits: 14900, webhooks: true, jobTypes: "all" },
+  free: { name: "free", requestsPerMinute: 10, concurrency: 2, maxBatchSize: 5, maxQueuedJobs: 100, maxRunSeconds: 120, maxInputBytes: 100 * MB, monthlyCredits: 200, webhooks: false, jobTypes: "basic" },
+  starter: { name: "starter", requestsPerMinute: 30, concurrency: 5, maxBatchSize: 10, maxQueuedJobs: 1_000, maxRunSeconds: 300, maxInputBytes: 500 * MB, monthlyCredits: 1900, webhooks: true, jobTypes: "all" },
+  pro: { name: "pro", requestsPerMinute: 60, concurrency: 10, maxBatchSize: 25, maxQueuedJobs: 10_000, maxRunSeconds: 600, maxInputBytes: 1024 * MB, monthlyCredits: 4900, webhooks: true, jobTypes: "all" },
+  scale: { name: "scale", requestsPerMinute: 120, concurrency: 25, maxBatchSize: 50, maxQueuedJobs: 50_000, maxRunSeconds: 900, maxInputBytes: 5 * 1024 * MB, monthlyCredits: 14900, webhooks: true, jobTypes: "all" },
 };
 
 const overrideSchema = z.partialRecord(
@@ -34,6 +39,7 @@ const overrideSchema = z.partialRecord(
     requestsPerMinute: z.number().int().positive(),
     concurrency: z.number().int().positive(),
     maxBatchSize: z.number().int().positive(),
+    maxQueuedJobs: z.number().int().positive(),
     maxRunSeconds: z.number().int().positive(),
     maxInputBytes: z.number().int().positive(),
     monthlyCredits: z.number().int().nonnegative(),

@@ -9,6 +9,12 @@ describe("loadPlans", () => {
     expect(DEFAULT_PLANS.free).toMatchObject({ requestsPerMinute: 10, concurrency: 2, webhooks: false, jobTypes: "basic" });
   });
 
+  it("caps the jobs waiting for a slot per org: free 100, starter 1,000, pro 10,000, scale 50,000 (SECURITY-AUDIT finding 12)", () => {
+    expect([DEFAULT_PLANS.free, DEFAULT_PLANS.starter, DEFAULT_PLANS.pro, DEFAULT_PLANS.scale].map((plan) => plan.maxQueuedJobs)).toEqual([100, 1000, 10_000, 50_000]);
+    expect(loadPlans('{"free":{"maxQueuedJobs":5}}').free.maxQueuedJobs).toBe(5);
+    expect(() => loadPlans('{"free":{"maxQueuedJobs":0}}')).toThrow();
+  });
+
   it("applies PLANS_JSON overrides field by field, leaving the rest and the defaults untouched", () => {
     const plans = loadPlans('{"free":{"requestsPerMinute":100},"scale":{"webhooks":false,"monthlyCredits":0}}');
     expect(plans.free).toEqual({ ...DEFAULT_PLANS.free, requestsPerMinute: 100 });

@@ -5,6 +5,7 @@ import type { CreditCheck } from "./billing/credit-check.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
 import type { JobCreator } from "./job/job-store.js";
 import type { Scheduler } from "./scheduler/scheduler.js";
+import type { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
 
 /** What the jobs operations need; built once in service.ts. */
 export interface JobsDeps {
@@ -16,4 +17,6 @@ export interface JobsDeps {
   scheduler: Scheduler;
   logger: Logger;
   idempotency: { ttlMs: number; staleMs: number };
+  /** The plan's cap on jobs waiting for a slot, checked at submission. */
+  queuedJobs: QueuedJobsCap;
 }

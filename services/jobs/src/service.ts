@@ -15,6 +15,7 @@ import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
 import { registerJobsMetrics } from "./metrics.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
 import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
+import { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
 import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
 
 /** A running jobs service. */

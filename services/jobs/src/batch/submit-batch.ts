@@ -14,8 +14,9 @@ import { decideCreateBatch } from "./batch.js";
 import { batchMessage } from "./batch-view.js";
 
 /**
- * SubmitBatch: every job is validated before anything is stored (all or nothing), one credit check covers the sum
- * of minimum prices, and the batch with all its jobs is written in one transaction.
+ * SubmitBatch: every job is validated before anything is stored (all or nothing), the org's queue must have room for
+ * every job (`maxQueuedJobs`), one credit check covers the sum of minimum prices, and the batch with all its jobs is
+ * written in one transaction.
  * @throws AppError VALIDATION_ERROR (naming `jobs[i].field`), INVALID_JOB_TYPE, PLAN_LIMIT, INSUFFICIENT_CREDITS, ...
  */
 export async function submitBatch(deps: JobsDeps, auth: AuthContext, request: jobs.SubmitBatchRequest): Promise<jobs.Batch> {
@@ -29,6 +30,8 @@ export async function submitBatch(deps: JobsDeps, auth: AuthContext, request: jo
     deps.db,
     { orgId: auth.orgId, key: request.idempotencyKey, operation: "SubmitBatch", body: request.jobs, ...deps.idempotency },
     async (recordResponse) => {
+      // All or nothing here too: a batch that would overfill the org's queue is refused whole.
+      await deps.queuedJobs.ensureRoom(auth.orgId, plan, count);
       await deps.credits.ensureBalance(auth.orgId, MINIMUM_PRICE * count);
       const batchId = newId("batch");
       const jobIds = specs.map(() => newId("job"));

@@ -11,8 +11,9 @@ import { jobMessage } from "../job/job-view.js";
 import { validateJobSpec } from "./validate-job-spec.js";
 
 /**
- * SubmitJob: validate against the catalog and the plan, check the balance covers the minimum price, then append
- * JobQueued (projection + outbox in the same transaction) and ask the scheduler for a pass.
+ * SubmitJob: validate against the catalog and the plan, check the org's queue has room (`maxQueuedJobs`) and the
+ * balance covers the minimum price, then append JobQueued (projection + outbox in the same transaction) and ask the
+ * scheduler for a pass.
  * @throws AppError INVALID_JOB_TYPE, VALIDATION_ERROR, PLAN_LIMIT, INSUFFICIENT_CREDITS, IDEMPOTENCY_KEY_REUSED, CONFLICT.
  */
 export async function submitJob(deps: JobsDeps, auth: AuthContext, request: jobs.SubmitJobRequest): Promise<jobs.SubmitJobResponse> {
@@ -22,6 +23,7 @@ export async function submitJob(deps: JobsDeps, auth: AuthContext, request: jobs
     deps.db,
     { orgId: auth.orgId, key: request.idempotencyKey, operation: "SubmitJob", body: request.job, ...deps.idempotency },
     async (recordResponse) => {
+      await deps.queuedJobs.ensureRoom(auth.orgId, plan, 1);
       await deps.credits.ensureBalance(auth.orgId, MINIMUM_PRICE);
       const now = Date.now();
       const events = decide(undefined, {
