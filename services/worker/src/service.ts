@@ -7,6 +7,7 @@ import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
+import { startCancelPoller } from "./dispatch/cancel-poller.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
 import { CrashLedger, MAX_CRASHES, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
 import { RunningJobs } from "./dispatch/running-jobs.js";
@@ -86,6 +87,9 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     fallbackLimits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024 },
   };
   const running = new RunningJobs();
+  // A cancel missed on core NATS still reaches a running job: its status is polled every second (cancel-poller.ts).
+  const cancelPoller = startCancelPoller({ running, jobs: jobsClient, workerId, logger });
+  deps.jobs = cancelPoller.jobs;
   const crashes = new CrashLedger(bus, workerId, logger);
   const crashHook = config.WORKER_TEST_CRASH_HOOK && config.MODE !== "production";
   if (crashHook) logger.warn("WORKER_TEST_CRASH_HOOK is on: an input URL with ?rb-test-crash= crashes this worker");
@@ -214,6 +218,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     async stop() {
       shuttingDown = true;
       clearInterval(pruneTimer);
+      cancelPoller.stop();
       const stopping = consumer.stop();
       running.cancelAll();
       await stopping;

@@ -1,0 +1,140 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Bus } from "@renderbus/bus";
+import { auth, jobs, type jobEvents } from "@renderbus/contracts";
+import { AppError, conflict } from "@renderbus/errors";
+import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
+import { createLogger } from "@renderbus/telemetry";
+import { testInfra, testNamespace } from "@renderbus/testing";
+import { workerConfigSchema } from "../config.js";
+import { startWorkerService, type WorkerService } from "../service.js";
+import { createTestMedia, serveFiles } from "../testing/test-media.js";
+
+/** Jobs the stand-in jobs service treats as cancelled: StartJob answers CONFLICT, as the real one does. */
+const cancelled = new Set<string>();
+const started = new Set<string>();
+const reports: string[] = [];
+
+const unused = async (): Promise<never> => {
+  throw new AppError("INTERNAL_ERROR", "not part of this test");
+};
+const jobsService: AsyncService<jobs.JobsServer> = {
+  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
+  async startJob(request) {
+    if (cancelled.has(request.jobId)) throw conflict("Job is cancelled and cannot start");
+    started.add(request.jobId);
+    return { job: undefined };
+  },
+  async completeJob(request) {
+    if (cancelled.has(request.jobId)) throw conflict("Job is cancelled");
+    reports.push(`completed ${request.jobId}`);
+    return { job: undefined };
+  },
+  async failJob(request) {
+    reports.push(`failed ${request.jobId}`);
+    return { job: undefined };
+  },
+};
+const billingService: AsyncService<auth.BillingServer> = {
+  getBalance: unused, listUsage: unused, checkBalance: unused,
+  async reserveCredits(request) {
+    return { orgId: request.orgId, credits: 100, reserved: request.credits };
+  },
+};
+
+let jobsRpc: RpcServer;
+let billingRpc: RpcServer;
+let bus: Bus;
+let worker: WorkerService;
+let mediaDir: string;
+let files: { url: string; close(): Promise<void> };
+const spawned = new Map<string, number>();
+
+beforeAll(async () => {
+  const { natsUrl } = testInfra();
+  const namespace = testNamespace("cancelpoll");
+  mediaDir = await mkdtemp(path.join(tmpdir(), "rb-cancel-poll-"));
+  await createTestMedia(mediaDir);
+  files = await serveFiles(mediaDir);
+  jobsRpc = createRpcServer(devServiceIdentity("jobs"));
+  jobsRpc.add(jobs.JobsService, jobsService);
+  billingRpc = createRpcServer(devServiceIdentity("auth"));
+  billingRpc.add(auth.BillingService, billingService);
+  const config = workerConfigSchema.parse({
+    MODE: "test",
+    ALLOW_PRIVATE_ADDRESSES: "true",
+    NATS_URL: natsUrl,
+    NATS_NAMESPACE: namespace,
+    JOBS_GRPC_ADDRESS: `127.0.0.1:${await jobsRpc.listen(0)}`,
+    AUTH_GRPC_ADDRESS: `127.0.0.1:${await billingRpc.listen(0)}`,
+    OUTPUT_DIR: mediaDir,
+    OUTPUT_SIGNING_SECRET: "cancel-poll-test-secret",
+    PUBLIC_URL: "http://gateway.test",
+    WORKER_CONCURRENCY: "1",
+  });
+  worker = await startWorkerService(config, {
+    logger: createLogger({ service: "worker-test", level: "silent" }),
+    onProviderSpawn: (jobId, pid) => spawned.set(jobId, pid),
+  });
+  bus = await Bus.connect({ url: natsUrl, name: "cancel-poll-test", namespace });
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await bus?.close();
+  await jobsRpc?.shutdown(100);
+  await billingRpc?.shutdown(100);
+  await files?.close();
+  if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("cancel without the job.cancelled message (SECURITY-AUDIT finding 14, cancel part)", () => {
+  it("stops the provider of a running job within 2 s of its cancel though no cancel event ever reaches the worker", async () => {
+    const jobId = `job_cancelpoll_${Date.now()}`;
+    const dispatch: jobEvents.JobDispatch = {
+      jobId,
+      orgId: "org_test",
+      type: "transcode",
+      inputs: { source: `${files.url}/files/long.mp4` },
+      params: { codec: "h265", preset: "veryslow" },
+      limits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024, concurrency: 1 },
+      createdAt: Date.now(),
+    };
+    await bus.publish("jobs.dispatch.transcode", dispatch, { msgId: `dispatch-${jobId}` });
+    await until(() => (started.has(jobId) ? true : undefined));
+    const pid = await until(() => spawned.get(jobId));
+    // Past a couple of polls while the job is still runnable: polling alone stops nothing.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(isAlive(pid)).toBe(true);
+
+    // Cancelled in the jobs service only: nothing is published on NATS, as when the worker missed the message.
+    cancelled.add(jobId);
+    const cancelledAt = Date.now();
+    while (isAlive(pid) && Date.now() - cancelledAt < 4000) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(isAlive(pid)).toBe(false);
+    expect(Date.now() - cancelledAt).toBeLessThan(2000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(reports).toEqual([]);
+  });
+});
