@@ -7,3 +7,4 @@ export * from "./read-all.js";
 export * from "./outbox.js";
 export * from "./outbox-relay.js";
 export * from "./group-commit.js";
+export * from "./retention.js";
