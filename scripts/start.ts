@@ -11,6 +11,8 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { splitNatsUrl } from "../libs/bus/src/nats-credentials.js";
+import { devNatsPassword } from "../libs/bus/src/nats-permissions.js";
 import { chooseServerDataDir } from "../libs/testing/src/local-data-dir.js";
 import { ensureFfmpeg, ensureLocalInfra } from "../libs/testing/src/local-infra.js";
 import { findFreePortFrom } from "../libs/testing/src/local-process.js";
@@ -30,7 +32,7 @@ const serverData = await chooseServerDataDir({ checkoutDir: repoRoot });
 log(`local servers keep their data in ${serverData.dir} (${serverData.reason})`);
 const infra = await ensureLocalInfra({ dataDir: serverData.dir, persistent: true, log });
 await ensureFfmpeg(log);
-log(`PostgreSQL ${redact(infra.databaseUrl)}, NATS ${infra.natsUrl}, Redis ${infra.redisUrl}`);
+log(`PostgreSQL ${redact(infra.databaseUrl)}, NATS ${redact(infra.natsUrl)}, Redis ${infra.redisUrl}`);
 
 const tails = new Map(SERVICES.map((service) => [service, new OutputTail(20)]));
 // Restarts only services it watches, which happens once `system` below is running.
@@ -88,6 +90,9 @@ console.log(`
           -H "Content-Type: application/json" \\
           -d '{"type":"extract.metadata","inputs":{"source":"https://example.com/video.mp4"}}'
 
+  Job events (examples/job-subscriber, its own read-only NATS user):
+        ${subscriberCommand(infra.natsUrl)}
+
   Ctrl-C stops everything.
 `);
 
@@ -121,6 +126,13 @@ async function demoCredentials(): Promise<{ orgId: string; key: string }> {
   if (!orgId || !key) throw new Error(`could not read the demo org from the admin CLI output:\n${stdout}`);
   writeFileSync(file, JSON.stringify({ orgId, key }, null, 2), { mode: 0o600 });
   return { orgId, key };
+}
+
+/** The example subscriber's command line: the local server's address with the `job-subscriber` user's password. */
+function subscriberCommand(natsUrl: string): string {
+  const { url, credentials } = splitNatsUrl(natsUrl);
+  const user = credentials ? ` NATS_USER=job-subscriber NATS_PASSWORD=${devNatsPassword("job-subscriber")}` : "";
+  return `NATS_URL=${url}${user} npm start -w @renderbus/example-job-subscriber`;
 }
 
 function redact(url: string): string {
