@@ -60,6 +60,8 @@ const system = await startSystem({
     // The gateway's Prometheus port at its usual place (startSystem otherwise takes a free one, as tests need).
     GATEWAY_METRICS_PORT: "9464",
     WORKER_METRICS_PORT: workerMetricsPort,
+    // The gateway's /readyz also reports the worker: one place says whether the whole demo is up.
+    READYZ_HTTP_DEPENDENCIES: `http://127.0.0.1:${workerMetricsPort}/readyz`,
     ALLOW_PRIVATE_ADDRESSES: "true",
     ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
   },

@@ -29,6 +29,16 @@ export const gatewayConfigSchema = z.object({
   WEBHOOKS_GRPC_ADDRESS: z.string().default("127.0.0.1:50053"),
   /** The auth service's HTTP server for Better Auth (`/auth/*` is proxied there). */
   AUTH_HTTP_URL: env.url(["http", "https"]).default("http://127.0.0.1:50061"),
+  /**
+   * Extra HTTP readiness URLs `/readyz` also requires (comma-separated), e.g. the worker's `/readyz` under `npm start`,
+   * so a restarting worker shows as not ready there. Empty by default: in Kubernetes each pod has its own probe and a
+   * worker restart must not take gateway pods out of service.
+   */
+  READYZ_HTTP_DEPENDENCIES: z
+    .string()
+    .default("")
+    .transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part.length > 0))
+    .pipe(z.array(env.url(["http", "https"]))),
   /** How long the `/auth/*` proxy waits for the auth service's whole answer; past it the client gets 503. */
   AUTH_PROXY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /**

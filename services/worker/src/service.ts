@@ -15,7 +15,9 @@ import { crashIfAsked } from "./dispatch/test-crash-hook.js";
 import { createInputAgent } from "./fetch-input/guarded-agent.js";
 import { providerError } from "./job-failure.js";
 import { registerWorkerMetrics } from "./metrics.js";
+import { configureMediaCaps } from "./media/media-caps.js";
 import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
+import { chooseSandbox, configureSandbox } from "./sandbox/sandbox.js";
 
 /** Deliveries of one dispatch after which a job whose processing keeps throwing is failed instead of retried. */
 export const MAX_ATTEMPTS = 5;
@@ -60,9 +62,14 @@ export interface WorkerServiceOptions {
  */
 export async function startWorkerService(config: WorkerConfig, options: WorkerServiceOptions): Promise<WorkerService> {
   const { logger } = options;
+  // Before anything connects: in production a worker that cannot sandbox ffmpeg refuses to start.
+  configureSandbox(await chooseSandbox(config, logger));
+  configureMediaCaps({ maxPixels: config.MEDIA_MAX_PIXELS, maxFps: config.MEDIA_MAX_FPS, outputMaxBytes: config.OUTPUT_MAX_BYTES });
   const workerId = config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
   const bus = await Bus.connect({ url: config.NATS_URL, name: `worker-${workerId}`, namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
-  await bus.ensureStreams([STREAMS.jobDispatch, STREAMS.jobEvents, WORKER_ATTEMPTS]);
+  // Not JOBS_EVENTS: the worker only listens to cancel events over core NATS, and its NATS user may not change that
+  // stream (a compromised worker could otherwise cut every subscriber's history; libs/bus nats-permissions.ts).
+  await bus.ensureStreams([STREAMS.jobDispatch, WORKER_ATTEMPTS]);
   const identity = serviceIdentity("worker", config);
   const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity);
   const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity);
@@ -131,7 +138,8 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
       if (!dispatch?.jobId || !dispatch.orgId) {
         // Ids only: the message's inputs are URLs that may carry presigned credentials (SECURITY-AUDIT finding 23).
         logger.error({ jobId: idOf(dispatch?.jobId), orgId: idOf(dispatch?.orgId), deliveryCount }, "malformed dispatch message dropped");
-        return;
+        // Ended for good: no delivery of it would ever be better formed.
+        return { term: "malformed dispatch" };
       }
       const { jobId } = dispatch;
       // Deliveries that ended with their process (not naks: those clear their marker) make this a poison message.

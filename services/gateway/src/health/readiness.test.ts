@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from "node:http";
 import { createConnection, createServer as createTcpServer, type Server as TcpServer } from "node:net";
 import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,7 +66,7 @@ describe("GET /readyz (SECURITY-AUDIT finding 13)", () => {
     const flood = await Promise.all(Array.from({ length: 50 }, () => app.inject({ url: "/readyz" })));
     for (const response of flood) {
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toEqual({ data: { status: "ready", checks: { auth: true, jobs: true, webhooks: true, nats: true, redis: true } } });
+      expect(response.json()).toEqual({ data: { status: "ready", checks: { auth: true, jobs: true, webhooks: true, http: true, nats: true, redis: true } } });
     }
     for (const server of servers) expect(server.counts).toEqual({ checks: 1, connections: 1 });
 
@@ -84,6 +85,25 @@ describe("GET /readyz (SECURITY-AUDIT finding 13)", () => {
     expect(response.statusCode).toBe(503);
     expect(response.json()).toMatchObject({ error: { code: "SERVICE_UNAVAILABLE" }, checks: { auth: true, jobs: false, webhooks: true, nats: true, redis: false } });
     await app.close();
+  });
+
+  it("is not ready while an extra HTTP dependency (npm start's worker /readyz) does not answer 2xx", async () => {
+    let workerReady = false;
+    const worker = createHttpServer((_request, response) => response.writeHead(workerReady ? 200 : 503).end());
+    await new Promise<void>((resolve) => worker.listen(0, "127.0.0.1", resolve));
+    const [auth, jobs, webhooks] = servers.map((server) => server.address);
+    const workerUrl = `http://127.0.0.1:${(worker.address() as { port: number }).port}/readyz`;
+    const config = gatewayConfigSchema.parse({ AUTH_GRPC_ADDRESS: auth, JOBS_GRPC_ADDRESS: jobs, WEBHOOKS_GRPC_ADDRESS: webhooks, READYZ_HTTP_DEPENDENCIES: workerUrl });
+    const connected = { nc: { isClosed: () => false, isDraining: () => false }, listen: () => () => undefined };
+    const app = await inertGatewayApp({ config, bus: connected as unknown as GatewayDeps["bus"], redis: { status: "ready", defineCommand: () => undefined } as unknown as GatewayDeps["redis"] });
+    const down = await app.inject({ url: "/readyz" });
+    expect(down.statusCode).toBe(503);
+    expect(down.json()).toMatchObject({ checks: { http: false } });
+    workerReady = true;
+    await new Promise((resolve) => setTimeout(resolve, READINESS_CACHE_MS + 100));
+    expect((await app.inject({ url: "/readyz" })).statusCode).toBe(200);
+    await app.close();
+    worker.close();
   });
 
   it("does not serve /metrics on the public listener", async () => {

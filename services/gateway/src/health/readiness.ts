@@ -11,7 +11,12 @@ export interface ReadinessChecks {
   webhooks: boolean;
   nats: boolean;
   redis: boolean;
+  /** READYZ_HTTP_DEPENDENCIES all answer 2xx (true when none are configured). */
+  http: boolean;
 }
+
+/** How long one extra HTTP readiness check may take. */
+const HTTP_CHECK_TIMEOUT_MS = 1000;
 
 /**
  * The gateway's readiness: its gRPC services answer their health checks (each over one long-lived channel), NATS is
@@ -46,8 +51,28 @@ export class Readiness {
   }
 
   private async run(): Promise<ReadinessChecks> {
-    const [auth, jobs, webhooks] = await Promise.all([this.probes.auth.isServing(), this.probes.jobs.isServing(), this.probes.webhooks.isServing()]);
+    const [auth, jobs, webhooks, http] = await Promise.all([
+      this.probes.auth.isServing(),
+      this.probes.jobs.isServing(),
+      this.probes.webhooks.isServing(),
+      allAnswer(this.deps.config.READYZ_HTTP_DEPENDENCIES),
+    ]);
     const { nc } = this.deps.bus;
-    return { auth, jobs, webhooks, nats: !nc.isClosed() && !nc.isDraining(), redis: this.deps.redis.status === "ready" };
+    return { auth, jobs, webhooks, http, nats: !nc.isClosed() && !nc.isDraining(), redis: this.deps.redis.status === "ready" };
   }
+}
+
+async function allAnswer(urls: readonly string[]): Promise<boolean> {
+  const answers = await Promise.all(
+    urls.map(async (url) => {
+      try {
+        const response = await fetch(url, { signal: AbortSignal.timeout(HTTP_CHECK_TIMEOUT_MS), redirect: "manual" });
+        await response.body?.cancel();
+        return response.ok;
+      } catch {
+        return false;
+      }
+    }),
+  );
+  return answers.every(Boolean);
 }
