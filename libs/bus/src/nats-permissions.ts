@@ -60,7 +60,7 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
   // Pulls dispatches, records attempts (crash ledger), stops a job's provider on its cancel event. It reports
   // progress over gRPC only: it may not publish job events.
   worker: {
-    declares: [STREAMS.jobDispatch, STREAMS.jobEvents, { name: "WORKER_ATTEMPTS", subjects: ["worker.attempts.>"] }],
+    declares: [STREAMS.jobDispatch, { name: "WORKER_ATTEMPTS", subjects: ["worker.attempts.>"] }],
     consumes: [STREAMS.jobDispatch],
     readsAndPurges: [{ name: "WORKER_ATTEMPTS", subjects: ["worker.attempts.>"] }],
     publishes: ["worker.attempts.>"],

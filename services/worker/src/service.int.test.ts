@@ -131,6 +131,8 @@ beforeAll(async () => {
     onProviderSpawn: (jobId, pid) => spawned.set(jobId, pid),
   });
   bus = await Bus.connect({ url: natsUrl, name: "worker-test", namespace });
+  // The jobs service declares JOBS_EVENTS (the worker's NATS user may not); the cancel test publishes into it.
+  await bus.ensureStreams([STREAMS.jobEvents]);
 }, 120_000);
 
 afterAll(async () => {
