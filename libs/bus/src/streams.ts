@@ -31,6 +31,20 @@ export const STREAMS = {
   webhookEvents: { name: "WEBHOOKS_EVENTS", subjects: ["webhooks.events.>"], duplicateWindowMs: 10 * 60 * 1000, maxAgeMs: 7 * DAY },
 } as const satisfies Record<string, StreamSpec>;
 
+/**
+ * `max_deliver` of the workers' dispatch durable: after this many deliveries JetStream hands a dispatch out no more,
+ * so a poison message is not redelivered forever (SECURITY-AUDIT finding 16). The worker fails a job whose processing
+ * keeps throwing before that (its MAX_ATTEMPTS); a dispatch that still runs out (naked while the jobs service was
+ * unreachable, its worker killed on the last delivery) leaves its job to the jobs service's DISPATCHED_TIMEOUT_MS
+ * watchdog, which fails it. Hand-backs at shutdown count too, hence the margin above the worker's 5 attempts.
+ */
+export const DISPATCH_MAX_DELIVER = 10;
+
+/** Delay before dispatch delivery `deliveryCount` + 1 after a failure: 5 s doubling to 60 s (about 6 min over all). */
+export function dispatchRetryDelayMs(deliveryCount: number, baseMs = 5000): number {
+  return Math.min(baseMs * 2 ** Math.max(0, deliveryCount - 1), 12 * baseMs);
+}
+
 export const nanos = (ms: number): number => ms * 1_000_000;
 
 export function streamConfig(

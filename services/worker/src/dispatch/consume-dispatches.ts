@@ -1,4 +1,4 @@
-import { flattenHeaders, nanos, STREAMS, type Bus } from "@renderbus/bus";
+import { DISPATCH_MAX_DELIVER, dispatchRetryDelayMs, flattenHeaders, nanos, STREAMS, type Bus } from "@renderbus/bus";
 import type { jobEvents } from "@renderbus/contracts";
 import { contextFromTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
 
@@ -19,6 +19,8 @@ export interface ConsumeDispatchesOptions {
   concurrency: number;
   /** Unacked messages come back after this long; heartbeats (`working()`) keep a long job's message. */
   ackWaitMs: number;
+  /** First delay before a dispatch whose handler threw is delivered again (default 5 s, doubling up to 12 times it). */
+  retryBaseMs?: number;
   /**
    * Runs one job; resolving acks the message, `{ retryAfterMs }` naks it, `{ term }` ends its deliveries for good
    * (the job was failed), throwing naks it after a delay.
@@ -43,7 +45,6 @@ export interface DispatchConsumer {
 }
 
 const FETCH_EXPIRES_MS = 2000;
-const RETRY_DELAY_MS = 5000;
 
 /**
  * Pulls work one message per free slot. Unlike a prefetching consumer, no message waits in a local buffer while
@@ -58,6 +59,7 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
     ack_policy: "explicit" as ConsumerConfig["ack_policy"],
     ack_wait: nanos(options.ackWaitMs),
     max_ack_pending: 10_000,
+    max_deliver: DISPATCH_MAX_DELIVER,
     deliver_policy: "all" as ConsumerConfig["deliver_policy"],
     filter_subject: bus.subject("jobs.dispatch.>"),
   };
@@ -84,7 +86,15 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
         contextFromTraceHeaders(headers),
         async (span) => {
           try {
-            const dispatch = msg.json<jobEvents.JobDispatch>();
+            let dispatch: jobEvents.JobDispatch;
+            try {
+              dispatch = msg.json<jobEvents.JobDispatch>();
+            } catch {
+              // Not JSON: no delivery will ever parse it (ids only in logs: the body may hold presigned URLs).
+              logger.error({ streamSequence: msg.seq, deliveryCount: msg.info.deliveryCount }, "unparsable dispatch message terminated");
+              msg.term();
+              return;
+            }
             // A bare +TERM: nats-server 2.9 ignores `+TERM <reason>` (reasons came in 2.10) and would redeliver.
             const settle = (how: { retryAfterMs: number } | { term: string }) => ("term" in how ? msg.term() : msg.nak(how.retryAfterMs));
             const outcome = await options.handle(dispatch, { deliveryCount: msg.info.deliveryCount, settle });
@@ -92,7 +102,7 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
             else await msg.ackAck().catch(() => msg.ack());
           } catch (error) {
             logger.warn({ err: error, deliveryCount: msg.info.deliveryCount }, "dispatch failed; it will be retried");
-            msg.nak(RETRY_DELAY_MS);
+            msg.nak(dispatchRetryDelayMs(msg.info.deliveryCount, options.retryBaseMs));
           } finally {
             span.end();
           }
