@@ -1,6 +1,11 @@
 /**
  * Vitest global setup: brings up PostgreSQL, NATS (JetStream) and Redis once per run and provides their URLs to
  * test files as `inject('infra')` (see testInfra()). DATABASE_URL / NATS_URL / REDIS_URL win when set.
+ *
+ * The NATS server is always this run's own (never an open one on 4222): it requires the users and permissions of
+ * libs/bus/src/nats-permissions.ts, and `natsUrl` carries the harness superuser (`nats://renderbus-dev:...@`), which
+ * `Bus.connect` uses; startSystem gives each service its own user. With NATS_URL set, that server is used as given and
+ * the permission tests skip themselves when it lets anonymous clients in.
  */
 import os from 'node:os';
 import path from 'node:path';

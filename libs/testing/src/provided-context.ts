@@ -5,6 +5,7 @@
 /** Connection URLs of the shared test infrastructure. */
 export interface TestInfraUrls {
   databaseUrl: string;
+  /** With the harness superuser's credentials when the run started its own server (see local-nats.ts). */
   natsUrl: string;
   redisUrl: string;
 }
