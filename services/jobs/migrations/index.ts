@@ -99,4 +99,12 @@ export const migrations: Migrations = {
       await sql`alter table outbox set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, autovacuum_vacuum_cost_delay = 0)`.execute(db);
     },
   },
+  "2026-11-24-002-retention-indexes": {
+    async up(db: Kysely<any>) {
+      // The retention sweep (src/retention/prune.ts) deletes by age in batches: each batch finds its rows through
+      // these instead of scanning the tables from the start.
+      await sql`create index idempotency_keys_created on idempotency_keys (created_at)`.execute(db);
+      await sql`create index webhook_deliveries_occurred on webhook_deliveries (occurred_at)`.execute(db);
+    },
+  },
 };

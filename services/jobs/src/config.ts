@@ -36,6 +36,10 @@ export const jobsConfigSchema = z.object({
    * watchdog: a dropped dispatch, or one that ran out of deliveries, frees its concurrency slot (default 10 min).
    */
   DISPATCHED_TIMEOUT_MS: z.coerce.number().int().positive().default(10 * 60 * 1000),
+  /** How often expired rows (idempotency keys, finished webhook deliveries) are pruned (src/retention/prune.ts). */
+  RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
+  /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */
+  DELIVERY_RETENTION_DAYS: z.coerce.number().positive().default(30),
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */

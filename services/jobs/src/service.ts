@@ -1,6 +1,6 @@
 import { Bus, STREAMS, type ConsumerHandle } from "@renderbus/bus";
 import { jobs } from "@renderbus/contracts";
-import { createDatabase, migrateToLatest, startOutboxRelay, type OutboxRelay } from "@renderbus/db";
+import { createDatabase, migrateToLatest, startOutboxRelay, startRetentionSweeper, type OutboxRelay, type RetentionSweeper } from "@renderbus/db";
 import { loadPlans } from "@renderbus/plans";
 import { createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import type { Logger, Registry } from "@renderbus/telemetry";
@@ -13,10 +13,13 @@ import type { JobsDeps } from "./deps.js";
 import { JobCreator } from "./job/job-store.js";
 import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
 import { registerJobsMetrics } from "./metrics.js";
+import { jobsRetentionSteps } from "./retention/prune.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
 import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
 import { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
 import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** A running jobs service. */
 export interface JobsService {
@@ -26,6 +29,8 @@ export interface JobsService {
   relay: OutboxRelay;
   scheduler: Scheduler;
   watchdog: JobTimeoutWatchdog;
+  /** Prunes expired rows every RETENTION_SWEEP_INTERVAL_MS; `sweep()` runs it now. */
+  retention: RetentionSweeper;
   db: Kysely<JobsDatabase>;
   /** Stops taking calls, finishes in-flight ones, drains the scheduler, the consumer and the relay, closes pools. */
   stop(): Promise<void>;
@@ -72,6 +77,11 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     dispatchedTimeoutMs: config.DISPATCHED_TIMEOUT_MS,
   });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
+  const retention = startRetentionSweeper({
+    intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,
+    logger,
+    steps: jobsRetentionSteps(database.db, { idempotencyTtlMs: config.IDEMPOTENCY_TTL_MS, deliveryRetentionMs: config.DELIVERY_RETENTION_DAYS * DAY_MS }),
+  });
 
   const rpc = createRpcServer(identity, logger);
   rpc.add(jobs.JobsService, jobsRpc(deps));
@@ -86,10 +96,12 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     relay,
     scheduler,
     watchdog,
+    retention,
     db: database.db,
     stop: async () => {
       await rpc.shutdown();
       await watchdog.stop();
+      await retention.stop();
       await scheduler.stop();
       await deliveries.stop();
       // Publish what is committed before leaving, but never hang shutdown on an unreachable NATS: rows left in the
