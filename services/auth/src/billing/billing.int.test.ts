@@ -100,12 +100,39 @@ describe("credit ledger", () => {
     expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 96, reserved: 0 });
   });
 
-  it("captures beyond the reservation only as far as the balance goes, never below zero", async () => {
-    const org = await orgWithBalance(harness, 5);
+  it("raises a job's reservation to a larger total by the difference, and never lowers it", async () => {
+    const org = await orgWithBalance(harness, 10);
+    const jobId = newId("job");
+    // The worker reserves the minimum before downloading, then the measured price (twice, as on a redelivery).
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 1 });
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 6 });
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 6 });
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 2 });
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 4, reserved: 6 });
+    // A top-up the balance cannot cover is refused and leaves what was reserved in place.
+    await expect(harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 11 })).rejects.toMatchObject({ code: "INSUFFICIENT_CREDITS" });
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 4, reserved: 6 });
+    await settleJob(harness.store.db, org.orgId, jobId, { outcome: "completed", credits: 5 });
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 5, reserved: 0 });
+    expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 5, reserved: 0 });
+  });
+
+  it("captures the whole cost of a job whose reservation fell short (a broken invariant, logged as an error), never below zero", async () => {
+    const org = await orgWithBalance(harness, 60);
     const jobId = newId("job");
     await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId, credits: 2 });
     await bus.publish("jobs.events.job.completed", { jobId, orgId: org.orgId, cost: { credits: 50, breakdown: "long" } }, { msgId: newId("evt") });
-    await expect.poll(async () => harness.billingClient.getBalance({}, { auth: org.context }), { timeout: 10_000 }).toMatchObject({ credits: 0, reserved: 0 });
+    await expect.poll(async () => harness.billingClient.getBalance({}, { auth: org.context }), { timeout: 10_000 }).toMatchObject({ credits: 10, reserved: 0 });
+    const usage = await harness.billingClient.listUsage({ limit: 50 }, { auth: org.context });
+    expect(usage.entries.filter((entry) => entry.jobId === jobId && entry.kind === "capture").map((entry) => entry.credits)).toEqual([50]);
+    expect(harness.logs.some((line) => line.includes(jobId) && line.includes("exceeded its reservation") && line.includes('"level":50'))).toBe(true);
+
+    // With too little left the balance stops at zero and the uncollected part is in the error.
+    const poorJob = newId("job");
+    await harness.billingClient.reserveCredits({ orgId: org.orgId, jobId: poorJob, credits: 2 });
+    const result = await settleJob(harness.store.db, org.orgId, poorJob, { outcome: "completed", credits: 50 });
+    expect(result).toEqual({ settled: true, captured: 10, shortfall: 48, uncollected: 40 });
+    expect(await harness.billingClient.getBalance({}, { auth: org.context })).toMatchObject({ credits: 0, reserved: 0 });
     expect(await ledgerSum(harness, org.orgId)).toEqual({ available: 0, reserved: 0 });
   });
 

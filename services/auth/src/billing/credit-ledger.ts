@@ -93,30 +93,40 @@ export async function topUpCredits(trx: Transaction<AuthTables>, orgId: string, 
 }
 
 /**
- * Reserves `credits` for a job. Idempotent per job: a second call for the same job changes nothing and returns the
- * current balance, and so does a call for a job already settled (it ended before its worker reserved).
- * @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover it.
+ * Makes the job's reservation at least `credits` in total: the first call reserves `credits`, a later call with more
+ * reserves the difference (the worker reserves the job type's minimum before it downloads the input and tops that
+ * up once the input is measured), a call with the same or fewer credits changes nothing. So a redelivered job
+ * reserving again is harmless. A call for a job already settled (it ended before its worker got here) changes
+ * nothing either. Returns the org's balance.
+ * @throws AppError INSUFFICIENT_CREDITS when the available balance cannot cover the difference (what was reserved
+ *   before stays reserved until the job is settled).
  */
 export async function reserveCredits(db: Db, orgId: string, jobId: string, credits: number): Promise<BalanceView> {
   return db.transaction().execute(async (trx) => {
     // The org's balance row first, like settleJob: a reservation and the job's settlement never interleave, and two
-    // reservations for one job run one after the other (the second finds the first's entry).
+    // reservations for one job run one after the other (the second sees the first's entry).
     const balance = await trx.selectFrom("credit_balances").select(["available", "reserved"]).where("org_id", "=", orgId).forUpdate().executeTakeFirst();
     if (!balance) return balanceOf(trx, orgId); // NOT_FOUND for an unknown org
-    // Reserved already (idempotent), or the job ended before its worker got here (cancelled meanwhile): the
-    // worker's StartJob then answers CONFLICT and nothing runs, so nothing may stay reserved.
+    // The job ended before its worker got here (cancelled meanwhile): the worker's StartJob then answers CONFLICT
+    // and nothing runs, so nothing may be reserved.
     const settled = await trx.selectFrom("settled_jobs").select("job_id").where("org_id", "=", orgId).where("job_id", "=", jobId).executeTakeFirst();
-    const reservedBefore = await trx.selectFrom("credit_ledger").select("id").where("job_id", "=", jobId).where("org_id", "=", orgId).executeTakeFirst();
-    if (settled || reservedBefore) return { orgId, available: balance.available, reserved: balance.reserved };
-    if (balance.available < credits) throw insufficientCredits();
+    if (settled) return { orgId, available: balance.available, reserved: balance.reserved };
+    const entries = await trx.selectFrom("credit_ledger").select("credits").where("job_id", "=", jobId).where("org_id", "=", orgId).where("kind", "=", "reserve").execute();
+    const reservedBefore = entries.reduce((sum, entry) => sum + entry.credits, 0);
+    const difference = credits - reservedBefore;
+    if (difference <= 0) return { orgId, available: balance.available, reserved: balance.reserved };
+    if (balance.available < difference) throw insufficientCredits();
     const row = await trx
       .updateTable("credit_balances")
-      .set({ available: sql`available - ${credits}`, reserved: sql`reserved + ${credits}`, updated_at: Date.now() })
+      .set({ available: sql`available - ${difference}`, reserved: sql`reserved + ${difference}`, updated_at: Date.now() })
       .where("org_id", "=", orgId)
       .returning(["available", "reserved"])
       .executeTakeFirstOrThrow();
-    const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits, jobId, entryKey: `reserve:${jobId}`, balanceAfter: row.available, description: `reserved for ${jobId}` });
-    // Unreachable under the row lock after the check above; rolls the balance change back rather than leave it unbooked.
+    // One key per reserved total: the first is `reserve:<job>` (as before top-ups existed), a top-up to N `reserve:<job>:N`.
+    const entryKey = reservedBefore === 0 ? `reserve:${jobId}` : `reserve:${jobId}:${credits}`;
+    const description = reservedBefore === 0 ? `reserved for ${jobId}` : `reservation for ${jobId} raised to ${credits}`;
+    const inserted = await insertEntry(trx, { orgId, kind: "reserve", credits: difference, jobId, entryKey, balanceAfter: row.available, description });
+    // Unreachable under the row lock after the sum above; rolls the balance change back rather than leave it unbooked.
     if (!inserted) throw new Error(`reservation for ${jobId} already booked`);
     return { orgId, available: row.available, reserved: row.reserved };
   });
@@ -125,13 +135,29 @@ export async function reserveCredits(db: Db, orgId: string, jobId: string, credi
 /** How a job ended, for settling its reservation. */
 export type JobSettlement = { outcome: "completed"; credits: number; description?: string } | { outcome: "released"; reason: string };
 
+/** What settling did: credits captured, and the part of a completed job's cost its reservation did not cover. */
+export interface SettlementResult {
+  /** False when the job had been settled before (a redelivery): nothing changed. */
+  settled: boolean;
+  captured: number;
+  /**
+   * Credits of the cost above the job's reservation. The worker never reports a cost its reservation does not cover
+   * (it caps the output at what is reserved and tops the reservation up before completing), so anything but 0 is a
+   * broken invariant: the caller logs it as an error. What the balance still held was captured towards it.
+   */
+  shortfall: number;
+  /** The part of the shortfall the balance could not pay (it never goes below zero). */
+  uncollected: number;
+}
+
 /**
- * Settles a finished job: on completion captures the actual cost (at most what was reserved plus what is available,
- * so the balance never goes negative) and releases the rest of the reservation; on failure or cancellation releases
- * the whole reservation. Idempotent: a job is settled once, whatever the number of redeliveries.
+ * Settles a finished job: on completion captures its cost (`cost.credits`, the price of the output produced) from
+ * the job's reservation and releases the rest; on failure or cancellation releases the whole reservation.
+ * Idempotent: a job is settled once, whatever the number of redeliveries.
  */
-export async function settleJob(db: Db, orgId: string, jobId: string, settlement: JobSettlement): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function settleJob(db: Db, orgId: string, jobId: string, settlement: JobSettlement): Promise<SettlementResult> {
+  return db.transaction().execute(async (trx) => {
+    const nothing: SettlementResult = { settled: false, captured: 0, shortfall: 0, uncollected: 0 };
     // Locks the org's balance row: settlements and reservations of the org are serialised from here on.
     const balance = await trx
       .selectFrom("credit_balances")
@@ -139,7 +165,7 @@ export async function settleJob(db: Db, orgId: string, jobId: string, settlement
       .where("org_id", "=", orgId)
       .forUpdate()
       .executeTakeFirst();
-    if (!balance) return; // an org we do not know (deleted): nothing to charge
+    if (!balance) return nothing; // an org we do not know (deleted): nothing to charge
     // Settled once: the marker also stands when nothing was reserved, so a late reservation is refused.
     const first = await trx
       .insertInto("settled_jobs")
@@ -147,25 +173,28 @@ export async function settleJob(db: Db, orgId: string, jobId: string, settlement
       .onConflict((conflict) => conflict.columns(["org_id", "job_id"]).doNothing())
       .returning("job_id")
       .executeTakeFirst();
-    if (!first) return;
+    if (!first) return nothing;
     const entries = await trx.selectFrom("credit_ledger").select(["kind", "credits"]).where("job_id", "=", jobId).where("org_id", "=", orgId).execute();
     let reservedForJob = entries.filter((entry) => entry.kind === "reserve").reduce((sum, entry) => sum + entry.credits, 0);
     let { available, reserved } = balance;
-    const now = Date.now();
+    const result: SettlementResult = { settled: true, captured: 0, shortfall: 0, uncollected: 0 };
 
     if (settlement.outcome === "completed") {
-      const extra = Math.min(Math.max(settlement.credits - reservedForJob, 0), available);
+      // Never capture less than the cost because the reservation was smaller: the reservation covers the cost by
+      // construction (see SettlementResult.shortfall); should it not, the balance pays what it can towards it.
+      result.shortfall = Math.max(settlement.credits - reservedForJob, 0);
+      const extra = Math.min(result.shortfall, available);
+      result.uncollected = result.shortfall - extra;
       if (extra > 0) {
-        // The job cost more than was reserved: reserve the difference first (as far as the balance allows).
         available -= extra;
         reserved += extra;
         reservedForJob += extra;
-        await insertEntry(trx, { orgId, kind: "reserve", credits: extra, jobId, entryKey: `reserve-extra:${jobId}`, balanceAfter: available, description: `additional reservation for ${jobId}` });
+        await insertEntry(trx, { orgId, kind: "reserve", credits: extra, jobId, entryKey: `reserve-extra:${jobId}`, balanceAfter: available, description: `cost of ${jobId} above its reservation` });
       }
-      const captured = Math.min(settlement.credits, reservedForJob);
-      reserved -= captured;
-      await insertEntry(trx, { orgId, kind: "capture", credits: captured, jobId, entryKey: `capture:${jobId}`, balanceAfter: available, description: settlement.description ?? `charged for ${jobId}` });
-      reservedForJob -= captured;
+      result.captured = Math.min(settlement.credits, reservedForJob);
+      reserved -= result.captured;
+      await insertEntry(trx, { orgId, kind: "capture", credits: result.captured, jobId, entryKey: `capture:${jobId}`, balanceAfter: available, description: settlement.description ?? `charged for ${jobId}` });
+      reservedForJob -= result.captured;
     }
     if (reservedForJob > 0) {
       available += reservedForJob;
@@ -173,7 +202,8 @@ export async function settleJob(db: Db, orgId: string, jobId: string, settlement
       const reason = settlement.outcome === "released" ? settlement.reason : "completed";
       await insertEntry(trx, { orgId, kind: "release", credits: reservedForJob, jobId, entryKey: `release:${jobId}`, balanceAfter: available, description: `released for ${jobId} (${reason})` });
     }
-    await trx.updateTable("credit_balances").set({ available, reserved, updated_at: now }).where("org_id", "=", orgId).execute();
+    await trx.updateTable("credit_balances").set({ available, reserved, updated_at: Date.now() }).where("org_id", "=", orgId).execute();
+    return result;
   });
 }
 

@@ -11,8 +11,8 @@ export const BILLING_CONSUMER = "auth-billing";
 export const JOB_CHARGE_SUBJECTS = ["jobs.events.job.completed", "jobs.events.job.failed", "jobs.events.job.cancelled"];
 
 /**
- * Settles credits when jobs end: completion captures the job's actual `cost.credits`, failure and cancellation
- * release the reservation. Settling is idempotent per job, so redeliveries are harmless.
+ * Settles credits when jobs end: completion captures the job's actual `cost.credits` (the price of the output
+ * produced, which the job's reservation covers), failure and cancellation release the reservation. Settling is idempotent per job, so redeliveries are harmless.
  */
 export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger?: Logger): Promise<ConsumerHandle> {
   return bus.consume<unknown>({
@@ -27,8 +27,15 @@ export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger
       if (message.subject.endsWith(".job.completed")) {
         const event = jobEvents.JobCompleted.fromJSON(message.data);
         const credits = Math.max(0, Math.round(event.cost?.credits ?? 0));
-        await settleJob(store.db, event.orgId, event.jobId, { outcome: "completed", credits, description: event.cost?.breakdown || undefined });
-        logger?.debug({ jobId: event.jobId, orgId: event.orgId, credits }, "job charged");
+        const settled = await settleJob(store.db, event.orgId, event.jobId, { outcome: "completed", credits, description: event.cost?.breakdown || undefined });
+        if (settled.shortfall > 0) {
+          // The worker reports only costs its reservation covers; a cost above it is a bug to find, not a charge to skip.
+          logger?.error(
+            { jobId: event.jobId, orgId: event.orgId, credits, shortfall: settled.shortfall, uncollected: settled.uncollected },
+            "job cost exceeded its reservation: the reservation must cover the produced output",
+          );
+        }
+        logger?.debug({ jobId: event.jobId, orgId: event.orgId, credits, captured: settled.captured }, "job charged");
       } else if (message.subject.endsWith(".job.failed")) {
         const event = jobEvents.JobFailed.fromJSON(message.data);
         await settleJob(store.db, event.orgId, event.jobId, { outcome: "released", reason: "failed" });

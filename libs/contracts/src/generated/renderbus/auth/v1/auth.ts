@@ -2627,7 +2627,7 @@ export const BillingService = {
     responseSerialize: (value: Balance): Buffer => Buffer.from(Balance.encode(value).finish()),
     responseDeserialize: (value: Buffer): Balance => Balance.decode(value),
   },
-  /** Idempotent per job: a second reservation for the same job returns the first. */
+  /** Makes the job's reservation at least `credits` in total (a top-up reserves the difference); idempotent per job. */
   reserveCredits: {
     path: "/renderbus.auth.v1.Billing/ReserveCredits" as const,
     requestStream: false as const,
@@ -2645,7 +2645,7 @@ export interface BillingServer extends UntypedServiceImplementation {
   listUsage: handleUnaryCall<ListUsageRequest, ListUsageResponse>;
   /** Fails with INSUFFICIENT_CREDITS when the balance cannot cover `credits`. */
   checkBalance: handleUnaryCall<CheckBalanceRequest, Balance>;
-  /** Idempotent per job: a second reservation for the same job returns the first. */
+  /** Makes the job's reservation at least `credits` in total (a top-up reserves the difference); idempotent per job. */
   reserveCredits: handleUnaryCall<ReserveCreditsRequest, Balance>;
 }
 
@@ -2696,7 +2696,7 @@ export interface BillingClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Balance) => void,
   ): ClientUnaryCall;
-  /** Idempotent per job: a second reservation for the same job returns the first. */
+  /** Makes the job's reservation at least `credits` in total (a top-up reserves the difference); idempotent per job. */
   reserveCredits(
     request: ReserveCreditsRequest,
     callback: (error: ServiceError | null, response: Balance) => void,
