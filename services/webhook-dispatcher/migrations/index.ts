@@ -98,4 +98,13 @@ export const migrations: Migrations = {
       await sql`alter table deliveries set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, autovacuum_vacuum_cost_delay = 0)`.execute(db);
     },
   },
+  "2026-11-24-002-retention-indexes": {
+    async up(db: Kysely<any>) {
+      // The retention sweep (src/retention/prune.ts) deletes by age in batches: each batch finds its rows through
+      // these instead of scanning the tables from the start.
+      await sql`create index deliveries_created on deliveries (created_at)`.execute(db);
+      await sql`create index processed_events_processed on processed_events (processed_at)`.execute(db);
+      await sql`create index batches_completed on batches (completed_at) where completed_at is not null`.execute(db);
+    },
+  },
 };

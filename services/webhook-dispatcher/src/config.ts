@@ -56,6 +56,15 @@ export const configSchema = z.object({
   DISPATCHER_ANNOUNCE_WAITING_AFTER_MS: z.coerce.number().int().positive().default(1000),
   /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
   WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+  /** How often expired rows are pruned (src/retention/prune.ts). */
+  RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
+  /** Finished deliveries and their attempt logs are deleted this long after their creation and last attempt. */
+  DELIVERY_RETENTION_DAYS: z.coerce.number().positive().default(30),
+  /**
+   * How long a job event's `processed_events` marker (and a completed batch's bookkeeping) is kept. It must outlast
+   * JOBS_EVENTS' max age (7 days), the longest JetStream could deliver the event again, hence at least 8.
+   */
+  PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().min(8).default(14),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });

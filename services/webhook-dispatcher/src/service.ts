@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import type { AddressPolicy } from "@renderbus/address-guard";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, authEvents, webhooks } from "@renderbus/contracts";
-import { createDatabase, migrateToLatest, startOutboxRelay } from "@renderbus/db";
+import { createDatabase, migrateToLatest, startOutboxRelay, startRetentionSweeper, type RetentionSweeper } from "@renderbus/db";
 import { createRpcClient, createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import { registerGaugeReader, startMetricsServer, type Logger } from "@renderbus/telemetry";
 import { migrations } from "../migrations/index.js";
@@ -15,6 +15,7 @@ import { startDeliverySender } from "./sending/delivery-sender.js";
 import { createWebhookAgent } from "./sending/post-webhook.js";
 import { createWebhookTargets } from "./targets/webhook-targets.js";
 import { startWaitingAnnouncer } from "./deliveries/waiting-announcer.js";
+import { dispatcherRetentionSteps } from "./retention/prune.js";
 
 export interface DispatcherService {
   /** Port of the `Webhooks` gRPC server. */
@@ -24,6 +25,8 @@ export interface DispatcherService {
   metrics: DispatcherMetrics;
   /** Served by runService on WEBHOOK_DISPATCHER_METRICS_PORT when METRICS_PORT is not set. */
   metricsRegistry: DispatcherMetrics["registry"];
+  /** Prunes expired rows every RETENTION_SWEEP_INTERVAL_MS; `sweep()` runs it now. */
+  retention: RetentionSweeper;
   /** Stops taking events, aborts attempts in flight (their deliveries stay due), drains the outbox, closes. */
   stop(): Promise<void>;
 }
@@ -88,6 +91,15 @@ export async function startDispatcherService(
   });
   const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
   const announcer = startWaitingAnnouncer({ db, logger, afterMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS, intervalMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS });
+  const day = 24 * 60 * 60 * 1000;
+  const retention = startRetentionSweeper({
+    intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,
+    logger,
+    steps: dispatcherRetentionSteps(db, {
+      deliveryRetentionMs: config.DELIVERY_RETENTION_DAYS * day,
+      processedEventRetentionMs: config.PROCESSED_EVENT_RETENTION_DAYS * day,
+    }),
+  });
   registerGaugeReader(metrics.registry, { name: "outbox_backlog", help: "Committed events not yet published to JetStream" }, () => relay.backlog());
   const consumer = await startJobEventsConsumer({
     bus,
@@ -113,8 +125,10 @@ export async function startDispatcherService(
     metricsPort,
     metrics,
     metricsRegistry: metrics.registry,
+    retention,
     async stop() {
       await rpc.shutdown(2000);
+      await retention.stop();
       await consumer.stop();
       await sender.stop();
       await announcer.stop();

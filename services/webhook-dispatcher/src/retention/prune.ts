@@ -1,0 +1,58 @@
+import { sql, type Kysely } from "kysely";
+import { deleteInBatches, type RetentionStep } from "@renderbus/db";
+import type { DispatcherTables } from "../database.js";
+
+export interface DispatcherRetention {
+  /** Finished deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; SPEC 7a "Retention 30 days"). */
+  deliveryRetentionMs: number;
+  /** `processed_events` markers and completed batches' bookkeeping (PROCESSED_EVENT_RETENTION_DAYS, 14). */
+  processedEventRetentionMs: number;
+}
+
+/**
+ * What the dispatcher prunes (SECURITY-AUDIT finding 21):
+ * - `deliveries` that are finished (succeeded or failed, nothing owed, no lease), created and last attempted before
+ *   the delivery retention; their `delivery_attempts` go with them (`on delete cascade`). A pending delivery stays.
+ * - `processed_events` markers, and completed batches with their `batch_terminal_jobs`, past the processed-event
+ *   retention. They only guard against a job event delivered twice, and JetStream cannot deliver an event again once
+ *   JOBS_EVENTS has dropped it (max age 7 days), which the retention (at least 8 days) outlasts. A batch that has not
+ *   completed keeps its rows, however old.
+ *
+ * Never pruned: `outbox` (the relay deletes rows once JetStream has them; a row still there is unpublished).
+ */
+export function dispatcherRetentionSteps(db: Kysely<DispatcherTables>, retention: DispatcherRetention): RetentionStep[] {
+  return [
+    {
+      name: "deliveries",
+      prune: (now, stopping) => {
+        const before = now - retention.deliveryRetentionMs;
+        return deleteInBatches(
+          db,
+          "deliveries",
+          sql<boolean>`created_at < ${before} and coalesce(last_attempt_at, 0) < ${before}
+            and status in ('succeeded', 'failed') and next_attempt_at is null and lease_until is null`,
+          { stopping },
+        );
+      },
+    },
+    {
+      name: "processed_events",
+      prune: (now, stopping) => deleteInBatches(db, "processed_events", sql<boolean>`processed_at < ${now - retention.processedEventRetentionMs}`, { stopping }),
+    },
+    {
+      // The terminal jobs first: a sweep cut short leaves a batch row behind, which the next sweep finds again.
+      name: "batch_terminal_jobs",
+      prune: (now, stopping) =>
+        deleteInBatches(
+          db,
+          "batch_terminal_jobs",
+          sql<boolean>`batch_id in (select batch_id from batches where completed_at < ${now - retention.processedEventRetentionMs})`,
+          { stopping },
+        ),
+    },
+    {
+      name: "batches",
+      prune: (now, stopping) => deleteInBatches(db, "batches", sql<boolean>`completed_at < ${now - retention.processedEventRetentionMs}`, { stopping }),
+    },
+  ];
+}
