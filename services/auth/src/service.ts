@@ -40,6 +40,9 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   rpc.add(auth.AuthService, authRpc(store, betterAuth, lastUsed));
   rpc.add(auth.BillingService, billingRpc(store));
   const grpcPort = await rpc.listen(config.AUTH_GRPC_PORT, config.AUTH_BIND_HOST);
+  // A JetStream consume loop that is down (its durable deleted, being re-created) answers health NOT_SERVING.
+  rpc.setServing(bus.isReady());
+  bus.onReadinessChange((ready) => rpc.setServing(ready));
   const http = await startSessionHttpServer(betterAuth, config.AUTH_HTTP_PORT, config.AUTH_BIND_HOST, logger, { store, config });
   logger.info({ grpcPort, httpPort: http.port }, "auth service started");
 
