@@ -378,6 +378,8 @@ export class Bus {
         openedAt = Number.POSITIVE_INFINITY;
         await pause(Math.min(CONSUME_RETRY_MIN_MS * 2 ** (failures - 1), CONSUME_RETRY_MAX_MS));
       }
+      // Stopped while an iterator was being opened: that one is closed here.
+      await messages?.close().catch(() => undefined);
     })().catch((error: unknown) => {
       // Unreachable in practice (every await above is guarded); kept so the promise can never reject unhandled.
       logger?.error({ err: error, stream, durable: durable.name }, "consumer supervisor stopped");
