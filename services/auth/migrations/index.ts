@@ -118,4 +118,16 @@ export const migrations: Migrations = {
       await sql`create index orgs_credits_renew_at on orgs (credits_renew_at)`.execute(db);
     },
   },
+  "2026-11-24-004-settled-jobs-retention": {
+    async up(db: Kysely<any>) {
+      // The retention sweep (src/retention/prune.ts) deletes markers by `settled_at`. Those carried over from the
+      // ledger were stamped 0; they get the time of their job's last ledger entry instead, so a job settled just
+      // before that migration keeps its marker as long as any other (a redelivered event must not settle it again).
+      await sql`
+        update settled_jobs s set settled_at = coalesce(
+          (select max(l.created_at) from credit_ledger l where l.org_id = s.org_id and l.job_id = s.job_id), 0)
+        where settled_at = 0`.execute(db);
+      await sql`create index settled_jobs_settled_at on settled_jobs (settled_at)`.execute(db);
+    },
+  },
 };

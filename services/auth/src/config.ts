@@ -54,6 +54,13 @@ export const authConfigSchema = z
     BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
     /** How often orgs whose credit month has turned get their monthly credits (see billing/monthly-credits.ts). */
     CREDITS_RENEWAL_INTERVAL_MS: z.coerce.number().int().positive().default(300_000),
+    /** How often expired rows are pruned (src/retention/prune.ts). */
+    RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
+    /**
+     * How long a settled job's marker is kept (it makes settlement idempotent). It must outlast JOBS_EVENTS' max age
+     * (7 days), the longest a job event could be delivered again, hence at least 8.
+     */
+    SETTLED_JOB_RETENTION_DAYS: z.coerce.number().min(8).default(30),
     /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
     SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
     /** Overrides of the plan table, e.g. `{"free":{"monthlyCredits":500}}`. */

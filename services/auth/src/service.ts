@@ -1,6 +1,6 @@
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth } from "@renderbus/contracts";
-import { startOutboxRelay } from "@renderbus/db";
+import { startOutboxRelay, startRetentionSweeper } from "@renderbus/db";
 import { createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthConfig } from "./config.js";
@@ -10,6 +10,7 @@ import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
 import { startCreditRenewals } from "./billing/monthly-credits.js";
 import { authRpc } from "./rpc/auth.rpc.js";
+import { authRetentionSteps } from "./retention/prune.js";
 import { billingRpc } from "./rpc/billing.rpc.js";
 import { createBetterAuth } from "./sessions/better-auth.js";
 import { startSessionHttpServer } from "./sessions/http-server.js";
@@ -34,6 +35,11 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
   const charges = await startJobChargesConsumer(bus, store, logger);
   const renewals = startCreditRenewals({ db: store.db, plans: store.plans, intervalMs: config.CREDITS_RENEWAL_INTERVAL_MS, logger });
+  const retention = startRetentionSweeper({
+    intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,
+    logger,
+    steps: authRetentionSteps(store.db, { settledJobRetentionMs: config.SETTLED_JOB_RETENTION_DAYS * 24 * 60 * 60 * 1000 }),
+  });
 
   const lastUsed = new LastUsedRecorder(store, logger);
   const rpc = createRpcServer(identity, logger);
@@ -55,6 +61,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
         await Promise.all([rpc.shutdown(), http.close()]);
         await charges.stop();
         await renewals.stop();
+        await retention.stop();
         await relay.stop();
         await bus.close();
         await store.close();

@@ -1,0 +1,67 @@
+import { sql, type Kysely } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "@renderbus/config";
+import { createDatabase, migrateToLatest, type Database } from "@renderbus/db";
+import { loadPlans } from "@renderbus/plans";
+import { createTestDatabase, testInfra } from "@renderbus/testing";
+import { migrations } from "../../migrations/index.js";
+import { authConfigSchema, secretsKeyOf, type AuthConfig } from "../config.js";
+import { createSecretBox } from "../crypto/secret-box.js";
+import { AUTH_SCHEMA, type AuthTables } from "../database.js";
+import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
+import { authRetentionSteps } from "./prune.js";
+
+const DAY = 24 * 60 * 60 * 1000;
+const NOW = Date.now();
+
+let config: AuthConfig;
+let database: Database<AuthTables>;
+const anyDb = () => database.db as unknown as Kysely<any>;
+
+beforeAll(async () => {
+  config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("authretention"), NATS_URL: testInfra().natsUrl });
+  database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA });
+  const store = { db: database.db, pool: database.pool, plans: loadPlans(config.PLANS_JSON), secretBox: createSecretBox(secretsKeyOf(config)), mode: config.MODE, close: () => database.close() };
+  await migrateBetterAuth(betterAuthOptions(config, store), store.pool);
+  // Up to the migration before retention, so the test can leave a marker carried over from the ledger (settled_at 0).
+  await migrateToLatest(database.db, AUTH_SCHEMA, Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "2026-11-24-004")));
+  await sql`insert into organization (id, name, slug, "createdAt") values ('org_ret', 'Retention Inc', 'retention-inc', ${new Date()})`.execute(anyDb());
+  await sql`insert into orgs (id, plan, created_at, updated_at, credits_renew_at) values ('org_ret', 'pro', 1, 1, 1)`.execute(anyDb());
+  await database.db
+    .insertInto("credit_ledger")
+    .values({ id: "led_legacy", org_id: "org_ret", kind: "capture", credits: 1, job_id: "job_legacy", entry_key: "capture:job_legacy", balance_after: 0, description: "x", created_at: NOW - 2 * DAY })
+    .execute();
+  await database.db.insertInto("settled_jobs").values({ org_id: "org_ret", job_id: "job_legacy", settled_at: 0 }).execute();
+  await migrateToLatest(database.db, AUTH_SCHEMA, migrations);
+});
+afterAll(async () => database?.close());
+
+const sweep = (now = NOW) => authRetentionSteps(database.db, { settledJobRetentionMs: config.SETTLED_JOB_RETENTION_DAYS * DAY })[0]!.prune(now, () => false);
+const settledJobs = async () => (await database.db.selectFrom("settled_jobs").select("job_id").orderBy("job_id").execute()).map((row) => row.job_id);
+
+describe("auth retention sweep (SECURITY-AUDIT finding 21)", () => {
+  it("stamps markers carried over from the ledger with their job's last entry, so they are not taken for ancient ones", async () => {
+    const row = await database.db.selectFrom("settled_jobs").select("settled_at").where("job_id", "=", "job_legacy").executeTakeFirstOrThrow();
+    expect(row.settled_at).toBe(NOW - 2 * DAY);
+  });
+
+  it("deletes settled-job markers past SETTLED_JOB_RETENTION_DAYS (30) and keeps younger ones; the ledger stays whole", async () => {
+    expect(config.SETTLED_JOB_RETENTION_DAYS).toBe(30);
+    await database.db
+      .insertInto("settled_jobs")
+      .values([
+        { org_id: "org_ret", job_id: "job_old", settled_at: NOW - 30 * DAY - 1 },
+        { org_id: "org_ret", job_id: "job_young", settled_at: NOW - 29 * DAY },
+      ])
+      .execute();
+    const ledgerBefore = await database.db.selectFrom("credit_ledger").select("id").execute();
+
+    expect(await sweep()).toBe(1);
+    expect(await settledJobs()).toEqual(["job_legacy", "job_young"]);
+    expect(await database.db.selectFrom("credit_ledger").select("id").execute()).toEqual(ledgerBefore);
+  });
+
+  it("refuses a retention shorter than JetStream could deliver a job event again (8 days at least)", () => {
+    expect(() => parseConfig(authConfigSchema, { MODE: "test", SETTLED_JOB_RETENTION_DAYS: "7" })).toThrow();
+  });
+});

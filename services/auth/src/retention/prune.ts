@@ -1,0 +1,29 @@
+import { sql, type Kysely } from "kysely";
+import { deleteInBatches, type RetentionStep } from "@renderbus/db";
+import type { AuthTables } from "../database.js";
+
+export interface AuthRetention {
+  /** `settled_jobs` markers (SETTLED_JOB_RETENTION_DAYS, 30). */
+  settledJobRetentionMs: number;
+}
+
+/**
+ * What the auth service prunes (SECURITY-AUDIT finding 21): `settled_jobs` markers past their retention.
+ *
+ * A marker makes settlement idempotent (a job event delivered twice settles once) and refuses a reservation that
+ * arrives after its job ended. Both come from messages about a job that can only arrive for a short while after it
+ * ends: JOBS_EVENTS keeps job events 7 days, and a job's dispatch is failed by the jobs watchdog (minutes) and ends
+ * its deliveries, so a worker's reservation for it comes within that time too. The retention (at least 8 days,
+ * 30 by default) outlasts both by far. The ledger itself still has the job's capture and release entries.
+ *
+ * Never pruned: `credit_ledger` (the org's billing history, shown as usage), balances, keys and orgs, and `outbox`
+ * (the relay deletes rows once JetStream has them; a row still there is unpublished).
+ */
+export function authRetentionSteps(db: Kysely<AuthTables>, retention: AuthRetention): RetentionStep[] {
+  return [
+    {
+      name: "settled_jobs",
+      prune: (now, stopping) => deleteInBatches(db, "settled_jobs", sql<boolean>`settled_at < ${now - retention.settledJobRetentionMs}`, { stopping }),
+    },
+  ];
+}
