@@ -16,13 +16,16 @@ const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined 
 const IDEMPOTENCY_NOTE =
   " Send an Idempotency-Key header (or idempotencyKey argument) and reuse the same key when retrying: a repeat within 24 h returns the first response instead of creating another job.";
 
+const QUEUE_CAP_NOTE =
+  " 403 PLAN_LIMIT when the org's jobs waiting for a slot would exceed its plan's cap (by default free 100, starter 1,000, pro 10,000, scale 50,000); a batch is then refused whole.";
+
 export const jobRoutes = [
   defineRoute({
     method: "POST",
     url: "/jobs",
     operationId: "submitJob",
     summary: "Submit a job",
-    description: `Queues an asynchronous media job. Returns the job (status waiting).${IDEMPOTENCY_NOTE}`,
+    description: `Queues an asynchronous media job. Returns the job (status waiting).${QUEUE_CAP_NOTE}${IDEMPOTENCY_NOTE}`,
     tag: "jobs",
     successStatus: 201,
     body: jobSpec,
@@ -85,7 +88,7 @@ export const jobRoutes = [
     url: "/batches",
     operationId: "submitBatch",
     summary: "Submit a batch of jobs",
-    description: `Validates every job first (all or nothing), checks credits once, and queues them as one batch.${IDEMPOTENCY_NOTE}`,
+    description: `Validates every job first (all or nothing), checks credits once, and queues them as one batch.${QUEUE_CAP_NOTE}${IDEMPOTENCY_NOTE}`,
     tag: "batches",
     successStatus: 201,
     body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
