@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { AudioExtractParams } from "@renderbus/job-types";
 import { inputError } from "../job-failure.js";
-import type { Provider } from "./provider.js";
+import { capOutputDuration, type Provider } from "./provider.js";
 import { runFfmpeg } from "./run-ffmpeg.js";
 
 /** Container, extension and encoder per output format; AAC goes in an MPEG-4 audio file (.m4a). */
@@ -24,11 +24,11 @@ export function buildAudioExtractArgs(params: AudioExtractParams, source: string
 /** `audio.extract`: the first audio track of the source. */
 export const audioExtractProvider: Provider<AudioExtractParams> = {
   type: "audio.extract",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
     if (!probes.source?.hasAudio) throw inputError("inputs.source: has no audio stream");
     const format = FORMATS[params.format];
     const output = path.join(workDir, `output.${format.extension}`);
-    await runFfmpeg({ args: buildAudioExtractArgs(params, inputs.source!, output), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(buildAudioExtractArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn });
     return { path: output, extension: format.extension, contentType: format.contentType };
   },
 };

@@ -14,6 +14,11 @@ export interface ProviderContext<Params> {
   /** Aborted when the job is cancelled. */
   signal: AbortSignal;
   onSpawn?: (pid: number) => void;
+  /**
+   * The longest output the job's credit reservation pays for; providers of video and audio pass their ffmpeg
+   * arguments through {@link capOutputDuration}. Undefined or null: no cap (images, metadata).
+   */
+  maxOutputMs?: number | null;
 }
 
 /** The file a provider produced. */
@@ -45,4 +50,15 @@ export function scaleFilter(width: number | undefined, height: number | undefine
 export function filterGraphPath(filePath: string): string {
   if (!/^[A-Za-z0-9_./-]+$/.test(filePath)) throw new Error(`path not usable in a filter graph: ${filePath}`);
   return filePath;
+}
+
+/**
+ * Stops ffmpeg's output at `maxOutputMs` (`-t`, an output option, so it goes just before the output path, which is
+ * always the last argument): whatever a source's container claims, the output is never longer than what the job's
+ * reservation covers. Pure.
+ */
+export function capOutputDuration(args: string[], maxOutputMs: number | null | undefined): string[] {
+  if (maxOutputMs === null || maxOutputMs === undefined) return args;
+  if (!Number.isFinite(maxOutputMs) || maxOutputMs <= 0) throw new Error(`not an output duration: ${maxOutputMs}`);
+  return [...args.slice(0, -1), "-t", (maxOutputMs / 1000).toFixed(3), ...args.slice(-1)];
 }

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { TranscodeParams } from "@renderbus/job-types";
 import { inputError } from "../job-failure.js";
 import type { Provider } from "./provider.js";
-import { scaleFilter } from "./provider.js";
+import { capOutputDuration, scaleFilter } from "./provider.js";
 import { runFfmpeg } from "./run-ffmpeg.js";
 
 const CONTENT_TYPES: Record<TranscodeParams["format"], string> = {
@@ -49,10 +49,10 @@ export function buildTranscodeArgs(params: TranscodeParams, source: string, outp
 /** `transcode`: re-encodes the source video. */
 export const transcodeProvider: Provider<TranscodeParams> = {
   type: "transcode",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
     if (!probes.source?.hasVideo) throw inputError("inputs.source: has no video stream");
     const output = path.join(workDir, `output.${params.format}`);
-    await runFfmpeg({ args: buildTranscodeArgs(params, inputs.source!, output), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(buildTranscodeArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn });
     return { path: output, extension: params.format, contentType: CONTENT_TYPES[params.format] };
   },
 };

@@ -26,6 +26,11 @@ describe("estimateOutput", () => {
     expect(estimateOutput("extract.metadata", {}, { source })).toEqual({ output: "data" });
     expect(estimateOutput("caption.burn", {}, { source })).toMatchObject({ output: "video", height: 1080 });
   });
+
+  it("takes the measured source length over the container's when one is given", () => {
+    expect(estimateOutput("transcode", {}, { source }, 30_000)).toMatchObject({ durationMs: 30_000 });
+    expect(estimateOutput("audio.extract", {}, { source }, null)).toEqual({ output: "audio", durationMs: 0 });
+  });
 });
 
 describe("summarizeProbe", () => {
