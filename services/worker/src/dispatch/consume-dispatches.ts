@@ -45,6 +45,8 @@ export interface DispatchConsumer {
 }
 
 const FETCH_EXPIRES_MS = 2000;
+/** How often the workers' durable is checked for existence (declared again when deleted). */
+const DURABLE_CHECK_INTERVAL_MS = 5000;
 
 /**
  * Pulls work one message per free slot. Unlike a prefetching consumer, no message waits in a local buffer while
@@ -63,18 +65,39 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
     deliver_policy: "all" as ConsumerConfig["deliver_policy"],
     filter_subject: bus.subject("jobs.dispatch.>"),
   };
-  try {
-    await bus.jsm.consumers.info(stream, WORKERS_DURABLE);
-    await bus.jsm.consumers.update(stream, WORKERS_DURABLE, config);
-  } catch (error) {
-    if (!String(error).includes("not found")) throw error;
-    await bus.jsm.consumers.add(stream, config).catch((addError: unknown) => {
-      // Another replica created it first.
-      if (!/already (in use|exists)/.test(String(addError))) throw addError;
-    });
-  }
+  const ensureDurable = async (): Promise<void> => {
+    try {
+      await bus.jsm.consumers.info(stream, WORKERS_DURABLE);
+      await bus.jsm.consumers.update(stream, WORKERS_DURABLE, config);
+    } catch (error) {
+      if (!String(error).includes("not found")) throw error;
+      await bus.jsm.consumers.add(stream, config).catch((addError: unknown) => {
+        // Another replica created it first.
+        if (!/already (in use|exists)/.test(String(addError))) throw addError;
+      });
+    }
+  };
+  await ensureDurable();
+  // The durable deleted under running workers (an operator, a rollout) is declared again, once for all slots;
+  // otherwise every fetch would come back empty from then on and no job would ever be taken again (finding 17).
+  let redeclaring: Promise<void> | undefined;
+  const redeclare = () =>
+    (redeclaring ??= ensureDurable()
+      .then(() => logger.info("dispatch durable declared again"))
+      .catch((error: unknown) => logger.warn({ err: error }, "declaring the dispatch durable again failed"))
+      .finally(() => (redeclaring = undefined)));
   const consumer = await bus.js.consumers.get(stream, WORKERS_DURABLE);
   let stopped = false;
+  // A fetch from a deleted durable mostly just comes back empty, like an idle queue: look for it now and then.
+  const durableCheck = setInterval(() => {
+    bus.jsm.consumers.info(stream, WORKERS_DURABLE).catch((error: unknown) => {
+      if (!stopped && String((error as Error)?.message ?? error).includes("not found")) {
+        logger.error("the dispatch durable is gone; declaring it again");
+        void redeclare();
+      }
+    });
+  }, DURABLE_CHECK_INTERVAL_MS);
+  durableCheck.unref();
 
   const handleOne = async (msg: JsMsg): Promise<void> => {
     const headers = flattenHeaders(msg.headers);
@@ -121,6 +144,7 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
       } catch (error) {
         if (stopped) return;
         logger.warn({ err: error }, "fetching work failed; retrying");
+        if (/consumer (not found|deleted)/i.test(String((error as Error)?.message ?? error))) await redeclare();
         await new Promise((resolve) => setTimeout(resolve, 1000));
         continue;
       }
@@ -137,6 +161,7 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
   return {
     async stop() {
       stopped = true;
+      clearInterval(durableCheck);
       await Promise.allSettled(slots);
     },
   };

@@ -73,3 +73,22 @@ describe("poison dispatches (SECURITY-AUDIT finding 16)", () => {
     }
   });
 });
+
+describe("the dispatch durable deleted under a running worker (SECURITY-AUDIT finding 17)", () => {
+  it("is declared again, with its bound, and dispatches published afterwards are taken", async () => {
+    const seen: string[] = [];
+    const consumer = await consumeDispatches({ bus, logger, concurrency: 2, ackWaitMs: 1000, retryBaseMs: 10, handle: async (dispatch) => void seen.push(dispatch.jobId) });
+    try {
+      await bus.jsm.consumers.delete(bus.streamName(STREAMS.jobDispatch), WORKERS_DURABLE);
+      await sleep(500);
+      await bus.publish("jobs.dispatch.transcode", { jobId: "job_after_delete", orgId: "org_x", type: "transcode" }, { msgId: "after-delete" });
+      const deadline = Date.now() + 20_000;
+      while (!seen.includes("job_after_delete") && Date.now() < deadline) await sleep(50);
+      expect(seen).toContain("job_after_delete");
+      const info = await bus.jsm.consumers.info(bus.streamName(STREAMS.jobDispatch), WORKERS_DURABLE);
+      expect(info.config.max_deliver).toBe(DISPATCH_MAX_DELIVER);
+    } finally {
+      await consumer.stop();
+    }
+  });
+});
