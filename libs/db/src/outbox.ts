@@ -12,9 +12,11 @@ export interface OutboxMessage {
   headers?: Record<string, string>;
 }
 
-/** The `outbox` rows for `messages`, carrying the current trace context in their headers. */
-export function outboxRowsOf(messages: OutboxMessage[], now: number) {
-  const trace = currentTraceHeaders();
+/**
+ * The `outbox` rows for `messages`, carrying `trace` (the current trace context by default) in their headers under
+ * each message's own. Pass `{}` when every message carries its own trace (a batch mixing many).
+ */
+export function outboxRowsOf(messages: OutboxMessage[], now: number, trace: Record<string, string> = currentTraceHeaders()) {
   return messages.map((message) => ({
     message_id: message.messageId,
     subject: message.subject,

@@ -5,7 +5,10 @@ import { newId } from "@renderbus/ids";
 import { createTestDatabase } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
-import { claimDueDeliveries, insertDeliveries, insertDeliveriesOfEvents, releaseLease, toDeliveryMessage, type NewDelivery } from "./delivery.repository.js";
+import { toDeliveryMessage } from "../rpc/delivery-message.js";
+import { claimDueDeliveries, releaseLease } from "./delivery-queue.js";
+import { insertDeliveries, type NewDelivery } from "./insert-deliveries.js";
+import type { DeliveryRow } from "./delivery.js";
 
 let database: Database<DispatcherTables>;
 let db: Kysely<DispatcherTables>;
@@ -25,7 +28,7 @@ async function due(orgId: string, count: number, now: number): Promise<string[]>
   const ids: string[] = [];
   for (let i = 0; i < count; i += 1) {
     const [row] = await db.transaction().execute((trx) =>
-      insertDeliveries(trx, [{ orgId, event: "job.running", sourceEventId: newId("evt"), jobId: newId("job"), batchId: null, url: "http://127.0.0.1:9/", body: "{}", eventAt: now }], now + i - count),
+      insertDeliveries(trx, [{ orgId, event: "job.running", sourceEventId: newId("evt"), jobId: newId("job"), batchId: null, url: "http://127.0.0.1:9/", body: "{}", eventAt: now }], { now: now + i - count }),
     );
     ids.push(row!.id);
   }
@@ -80,8 +83,10 @@ const fresh = (orgId: string, sourceEventId = newId("evt")): NewDelivery => ({
 });
 
 describe("leasing fresh deliveries as they are inserted", () => {
-  const insert = (deliveries: NewDelivery[], now: number, limit: number, orgMaxInFlight = 8) =>
-    insertDeliveriesOfEvents(db, deliveries, { now, lease: { token: "replica-b", until: now + LEASE_MS, limit, orgMaxInFlight } });
+  /** The source events that got a delivery, and the deliveries leased to the inserting replica. */
+  const outcome = (rows: DeliveryRow[]) => ({ created: new Set(rows.map((row) => row.source_event_id)), leased: rows.filter((row) => row.lease_token !== null) });
+  const insert = async (deliveries: NewDelivery[], now: number, limit: number, orgMaxInFlight = 8) =>
+    outcome(await insertDeliveries(db, deliveries, { now, lease: { token: "replica-b", until: now + LEASE_MS, limit, orgMaxInFlight } }));
 
   it("leases as many as the inserting replica has free slots; the rest wait for any replica's claim", async () => {
     const now = Date.now();
@@ -119,7 +124,7 @@ describe("leasing fresh deliveries as they are inserted", () => {
   it("leases nothing without a lease, every delivery due at once", async () => {
     const now = Date.now();
     const deliveries = [fresh(newId("org")), fresh(newId("org"))];
-    const { created, leased } = await insertDeliveriesOfEvents(db, deliveries, { now });
+    const { created, leased } = outcome(await insertDeliveries(db, deliveries, { now }));
     expect([created.size, leased.length]).toEqual([2, 0]);
     expect(await claim(now)).toHaveLength(2);
   });

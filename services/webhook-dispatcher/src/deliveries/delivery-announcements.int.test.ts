@@ -7,7 +7,7 @@ import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import type { DispatcherService } from "../service.js";
 import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../test-support/harness.js";
-import { announceWaitingDeliveries } from "./delivery.repository.js";
+import { announceWaitingDeliveries } from "./announcements.js";
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;

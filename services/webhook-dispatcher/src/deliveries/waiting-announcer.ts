@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
-import { announceWaitingDeliveries } from "./delivery.repository.js";
+import { announceWaitingDeliveries } from "./announcements.js";
 
 export interface WaitingAnnouncerOptions {
   db: Kysely<DispatcherTables>;

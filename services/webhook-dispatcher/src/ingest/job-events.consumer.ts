@@ -4,7 +4,8 @@ import type { jobEvents } from "@renderbus/contracts";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
-import { insertDeliveries, insertDeliveriesOfEvents, insertDelivery, type InsertedDeliveries, type NewDelivery } from "../deliveries/delivery.repository.js";
+import type { DeliveryRow } from "../deliveries/delivery.js";
+import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/insert-deliveries.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -121,17 +122,20 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
   if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
     const deliveries = events.flatMap((event) => deliveryOf(event) ?? []);
     const slots = sender.reserve(deliveries.length);
-    let inserted: InsertedDeliveries = { created: new Set(), leased: [] };
+    let created: DeliveryRow[] = [];
     try {
       const now = Date.now();
       const { token, ms, orgMaxInFlight } = sender.lease;
-      inserted = await insertDeliveriesOfEvents(db, deliveries, { now, lease: { token, until: now + ms, limit: slots, orgMaxInFlight } });
+      created = await insertDeliveries(db, deliveries, { now, lease: { token, until: now + ms, limit: slots, orgMaxInFlight } });
     } finally {
       // The slots the insert did not lease (all of them when it failed) go back to the claims.
-      sender.launch(inserted.leased, slots);
+      sender.launch(
+        created.filter((row) => row.lease_token !== null),
+        slots,
+      );
     }
-    const leased = new Set(inserted.leased.map((row) => row.source_event_id));
-    return events.map((event) => inserted.created.has(event.eventId) && !leased.has(event.eventId));
+    const waiting = new Set(created.flatMap((row) => (row.lease_token === null && row.source_event_id !== null ? [row.source_event_id] : [])));
+    return events.map((event) => waiting.has(event.eventId));
   }
   return db.transaction().execute(async (trx) => {
     const now = Date.now();
@@ -154,7 +158,7 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
       const delivery = deliveryOf({ eventId, plan, target, traceHeaders });
       if (delivery) deliveries.push(delivery);
     }
-    const created = new Set((await insertDeliveries(trx, deliveries, now)).flatMap((row) => (row?.source_event_id ? [row.source_event_id] : [])));
+    const created = new Set((await insertDeliveries(trx, deliveries, { now })).flatMap((row) => (row.source_event_id ? [row.source_event_id] : [])));
     return events.map((event) => created.has(event.eventId));
   });
 }

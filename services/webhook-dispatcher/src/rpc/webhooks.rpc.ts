@@ -5,14 +5,10 @@ import { isId } from "@renderbus/ids";
 import type { webhooks } from "@renderbus/contracts";
 import { isManagerRole, type AsyncService, type AuthContext } from "@renderbus/rpc";
 import type { DispatcherTables } from "../database.js";
-import {
-  attemptsOf,
-  findDelivery,
-  insertDelivery,
-  listDeliveries,
-  restartDelivery,
-  toDeliveryMessage,
-} from "../deliveries/delivery.repository.js";
+import { attemptsOf, findDelivery, listDeliveries } from "../deliveries/delivery-queries.js";
+import { insertDelivery } from "../deliveries/insert-deliveries.js";
+import { restartDelivery } from "../deliveries/restart-delivery.js";
+import { toDeliveryMessage } from "./delivery-message.js";
 import { webhookTestPayload } from "@renderbus/webhook-payloads";
 import type { DeliverySender } from "../sending/delivery-sender.js";
 import type { WebhookTargets } from "../targets/webhook-targets.js";
@@ -76,8 +72,7 @@ export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): 
         const inserted = await insertDelivery(
           trx,
           { orgId, event: "webhook.test", sourceEventId: null, jobId: null, batchId: null, url: target.url!, body: JSON.stringify(webhookTestPayload(orgId, now)), eventAt: now },
-          now,
-          { queued: false },
+          { now, queued: false },
         );
         // Held by this call: the queue never picks a test delivery up (no retries for test events).
         return trx.updateTable("deliveries").set({ lease_until: now + leaseMs, lease_token: leaseToken }).where("id", "=", inserted!.id).returningAll().executeTakeFirstOrThrow();

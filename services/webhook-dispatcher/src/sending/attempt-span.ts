@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode, contextFromTraceHeaders, tracer } from "@renderbus/telemetry";
-import type { DeliveryRow } from "../deliveries/delivery.repository.js";
+import type { DeliveryRow } from "../deliveries/delivery.js";
 
 /**
  * Runs one delivery attempt as a CLIENT span of the trace that caused the delivery (the context stored with the

@@ -8,16 +8,9 @@ import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import type { DispatcherMetrics } from "../metrics.js";
 import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
-import {
-  DELIVERIES_CHANNEL,
-  claimDueDeliveries,
-  nextDueAt,
-  postponeLease,
-  recordAttempts,
-  releaseLease,
-  type AttemptToRecord,
-  type DeliveryRow,
-} from "../deliveries/delivery.repository.js";
+import type { DeliveryRow } from "../deliveries/delivery.js";
+import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease } from "../deliveries/delivery-queue.js";
+import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
 import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
@@ -55,7 +48,7 @@ export interface DeliverySender {
   readonly lease: { token: string; ms: number; orgMaxInFlight: number };
   /**
    * Takes up to `wanted` free attempt slots for fresh deliveries about to be inserted already leased to this replica
-   * (insertDeliveriesOfEvents); claims leave them alone until `launch` gives back what was not used.
+   * (insertDeliveries with a lease); claims leave them alone until `launch` gives back what was not used.
    */
   reserve(wanted: number): number;
   /** Attempts `rows`, inserted under this replica's lease into `reserved` slots taken with `reserve`. */

@@ -1,0 +1,93 @@
+import { sql } from "kysely";
+import { deliveryChange } from "../sending/decide-delivery.js";
+import type { DeliveryRow, DispatcherDb } from "./delivery.js";
+
+/** NOTIFY channel that wakes every replica's sender when a delivery becomes due. */
+export const DELIVERIES_CHANNEL = "dispatcher_deliveries_due";
+
+/** Wakes sleeping senders in every replica once the transaction (or the statement) commits. */
+export async function notifyDue(db: DispatcherDb): Promise<void> {
+  await sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
+}
+
+export interface ClaimOptions {
+  limit: number;
+  orgMaxInFlight: number;
+  leaseMs: number;
+  leaseToken: string;
+  now?: number;
+}
+
+/**
+ * Claims up to `limit` due deliveries for this replica: rows locked by another claimer are skipped
+ * (`FOR UPDATE SKIP LOCKED`), and an org already holding `orgMaxInFlight` leases gets no more, so one broken
+ * receiver cannot take every slot. A claimed row is due again when its lease runs out (`next_attempt_at` moves to
+ * the lease's end), which is how a crashed holder's deliveries come back; recording the attempt sets the real next
+ * time.
+ */
+export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
+  if (limit <= 0) return [];
+  // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
+  // and each round trip costs a socket write and a wake-up here and a backend cycle in PostgreSQL. Orgs at their cap
+  // are filtered before the limit, so one org's backlog cannot crowd out the others; the window then gives an org no
+  // more of the remaining candidates than its free slots. Rows in flight are not due (their next_attempt_at is their
+  // lease's end), so the ordered scan starts at the first claimable row instead of walking past every lease.
+  const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs });
+  const { rows } = await sql<DeliveryRow>`
+    with candidates as (
+      select d.id, d.org_id, d.next_attempt_at, busy.in_flight
+      from deliveries d
+      cross join lateral (
+        select count(*)::int as in_flight from deliveries l
+        where l.org_id = d.org_id and l.lease_until is not null and l.lease_until > ${now}
+      ) busy
+      where d.next_attempt_at is not null and d.next_attempt_at <= ${now}
+        and (d.lease_until is null or d.lease_until <= ${now})
+        and busy.in_flight < ${orgMaxInFlight}
+      order by d.next_attempt_at
+      limit ${limit * 4}
+      for update of d skip locked
+    ), chosen as (
+      select id from (
+        select id, next_attempt_at, in_flight + row_number() over (partition by org_id order by next_attempt_at, id) as slot
+        from candidates
+      ) ranked
+      where slot <= ${orgMaxInFlight}
+      order by next_attempt_at, id
+      limit ${limit}
+    )
+    update deliveries d set lease_until = ${lease.lease_until}, lease_token = ${lease.lease_token}, next_attempt_at = ${lease.next_attempt_at}
+    from chosen where d.id = chosen.id
+    returning d.*`.execute(db);
+  return rows;
+}
+
+/** When the next not-yet-due delivery becomes due (to sleep exactly until then), or undefined. */
+export async function nextDueAt(db: DispatcherDb, now = Date.now()): Promise<number | undefined> {
+  const row = await db
+    .selectFrom("deliveries")
+    .select((eb) => eb.fn.min("next_attempt_at").as("next"))
+    .where("next_attempt_at", ">", now)
+    .executeTakeFirst();
+  return row?.next ?? undefined;
+}
+
+/** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */
+export async function postponeLease(db: DispatcherDb, deliveryId: string, leaseToken: string, until: number): Promise<void> {
+  await db
+    .updateTable("deliveries")
+    .set(deliveryChange({ type: "Postponed", until }))
+    .where("id", "=", deliveryId)
+    .where("lease_token", "=", leaseToken)
+    .execute();
+}
+
+/** Gives a claimed delivery back untouched (shutdown mid-attempt): it is due again at once. */
+export async function releaseLease(db: DispatcherDb, deliveryId: string, leaseToken: string, now = Date.now()): Promise<void> {
+  await db
+    .updateTable("deliveries")
+    .set(deliveryChange({ type: "Released", now }))
+    .where("id", "=", deliveryId)
+    .where("lease_token", "=", leaseToken)
+    .execute();
+}

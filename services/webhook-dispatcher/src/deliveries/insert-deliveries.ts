@@ -1,0 +1,116 @@
+import { sql } from "kysely";
+import { outboxRowsOf } from "@renderbus/db";
+import { newId } from "@renderbus/ids";
+import { currentTraceHeaders } from "@renderbus/telemetry";
+import { deliveryChange } from "../sending/decide-delivery.js";
+import { deliveryUpdatedMessage } from "./announcements.js";
+import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
+import type { DeliveryRow, DispatcherDb } from "./delivery.js";
+
+export interface NewDelivery {
+  orgId: string;
+  event: string;
+  sourceEventId: string | null;
+  jobId: string | null;
+  batchId: string | null;
+  url: string;
+  body: string;
+  eventAt: number;
+  /** Trace context of the causing event (the active one when omitted): every attempt becomes a span of it. */
+  traceHeaders?: Record<string, string>;
+}
+
+/** Fresh deliveries the inserting replica takes at once, under its lease. */
+export interface LeaseAtInsert {
+  token: string;
+  /** When the lease runs out; also the row's next_attempt_at, as for a claim. */
+  until: number;
+  /** Attempt slots this replica has free: at most this many rows are leased. */
+  limit: number;
+  orgMaxInFlight: number;
+}
+
+export interface InsertOptions {
+  now?: number;
+  /** Inserts up to `lease.limit` of the new rows already leased to the caller (see insertDeliveries). */
+  lease?: LeaseAtInsert;
+  /**
+   * False for a delivery its caller attempts itself (a test event): it is never due, so no claim takes it, and it is
+   * announced at once, in a second statement (run it in a transaction).
+   */
+  queued?: boolean;
+}
+
+/**
+ * Inserts pending deliveries, due at once, in one statement, and returns the rows created. A delivery whose source
+ * event has one already creates nothing (`source_event_id` is unique: a redelivered event writes nothing new).
+ *
+ * A queued delivery is not announced here: its first attempt follows at once and announces it (one DeliveryUpdated
+ * per delivery instead of two); one that keeps waiting is announced as pending by announceWaitingDeliveries. An
+ * unqueued one is announced at once: the gateway's webhook stream builds test payloads from that announcement.
+ *
+ * With `lease`, up to `lease.limit` of the new rows are inserted already leased to the caller, within each org's
+ * in-flight cap exactly as a claim counts it, so the caller attempts them at once: a fresh delivery then costs no
+ * claim (a statement, a wake-up and a round trip on the path from event to attempt). They are stored as a claim leaves
+ * them (`next_attempt_at` at the lease's end): if the caller dies before recording an attempt they are due again when
+ * the lease runs out. Only rows left due notify the replicas' claim loops.
+ */
+export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery[], { now = Date.now(), lease, queued = true }: InsertOptions = {}): Promise<DeliveryRow[]> {
+  if (deliveries.length === 0) return [];
+  const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
+  const { limit = 0, orgMaxInFlight = 0 } = lease ?? {};
+  const leased = lease ? deliveryChange({ type: "Leased", leaseToken: lease.token, until: lease.until }) : { lease_until: null, lease_token: null, next_attempt_at: null };
+  const { rows } = await sql<DeliveryRow>`
+    with fresh as (
+      select * from unnest(
+        ${deliveries.map(() => newId("del"))}::text[],
+        ${column((d) => d.orgId)}::text[],
+        ${column((d) => d.event)}::text[],
+        ${column((d) => d.sourceEventId)}::text[],
+        ${column((d) => d.jobId)}::text[],
+        ${column((d) => d.batchId)}::text[],
+        ${column((d) => d.url)}::text[],
+        ${column((d) => d.body)}::text[],
+        ${column((d) => d.eventAt)}::bigint[],
+        ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[]
+      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, n)
+    ), busy as (
+      select o.org_id, (select count(*)::int from deliveries l
+                        where l.org_id = o.org_id and l.lease_until is not null and l.lease_until > ${now}) as in_flight
+      from (select distinct org_id from fresh) o
+    ), within_cap as (
+      select f.*, busy.in_flight + row_number() over (partition by f.org_id order by f.n) <= ${orgMaxInFlight} as org_free
+      from fresh f join busy on busy.org_id = f.org_id
+    ), placed as (
+      select w.*, w.org_free and count(*) filter (where w.org_free) over (order by w.n) <= ${limit} as leased
+      from within_cap w
+    ), created as (
+      insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts, chain_attempts,
+                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced)
+      select id, org_id, event, source_event_id, job_id, batch_id, url, body, 'pending', 0, 0,
+             case when leased then ${leased.next_attempt_at}::bigint else ${queued ? now : null}::bigint end,
+             case when leased then ${leased.lease_until}::bigint end,
+             case when leased then ${leased.lease_token}::text end,
+             event_at, ${now}, trace_headers, ${!queued}::boolean
+      from placed order by n
+      on conflict (source_event_id) do nothing
+      returning *
+    )
+    -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.
+    select created.*, (select pg_notify(${DELIVERIES_CHANNEL}, '') where created.lease_token is null and created.next_attempt_at is not null) as notified
+    from created`.execute(db);
+  for (const row of rows) delete (row as Partial<{ notified: unknown }>).notified;
+  if (!queued && rows.length > 0) {
+    await db
+      .insertInto("outbox")
+      .values(outboxRowsOf(rows.map((row) => deliveryUpdatedMessage(row, now)), now))
+      .execute();
+  }
+  return rows;
+}
+
+/** insertDeliveries for one delivery: its row, or undefined when its source event has a delivery already. */
+export async function insertDelivery(db: DispatcherDb, delivery: NewDelivery, options: InsertOptions = {}): Promise<DeliveryRow | undefined> {
+  const [row] = await insertDeliveries(db, [delivery], options);
+  return row;
+}

@@ -1,0 +1,92 @@
+import { sql } from "kysely";
+import { outboxRowsOf } from "@renderbus/db";
+import { attemptedChange, type AttemptedChange, type RecordedAttempt } from "../sending/decide-delivery.js";
+import { deliveryUpdatedMessage } from "./announcements.js";
+import { notifyDue } from "./delivery-queue.js";
+import type { DeliveryRow, DispatcherDb } from "./delivery.js";
+
+export interface AttemptToRecord {
+  /** The delivery as claimed: its new state and announcement are decided from it and the attempt, before the write. */
+  delivery: DeliveryRow;
+  leaseToken: string;
+  attempt: RecordedAttempt;
+  /** The attempt's trace context, carried by its DeliveryUpdated event (batches mix attempts of many traces). */
+  traceHeaders?: Record<string, string>;
+}
+
+/** The columns an attempt writes (its AttemptedChange), with their PostgreSQL types. */
+const ATTEMPTED_COLUMNS = {
+  attempts: "int",
+  chain_attempts: "int",
+  status: "text",
+  next_attempt_at: "bigint",
+  lease_until: "bigint",
+  lease_token: "text",
+  url: "text",
+  last_attempt_at: "bigint",
+  last_response_status: "int",
+  last_error: "text",
+  first_attempt_at: "bigint",
+  announced: "boolean",
+} as const satisfies Record<keyof AttemptedChange, string>;
+
+/**
+ * Stores attempts and their deliveries' new state, and announces them, in one statement (the sender batches attempts
+ * that finish together: see GroupCommit). Returns, per attempt in order, the delivery's new row, or undefined when
+ * the lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins, and this
+ * attempt writes neither an attempt row nor an announcement.
+ *
+ * One statement (data-modifying CTEs) instead of a transaction of four: this runs for every attempt, and each round
+ * trip costs a socket write and a wake-up here and a backend cycle in PostgreSQL. The new state is decided from the
+ * claimed row (attemptedChange), which is what the database holds while the lease matches; its DeliveryUpdated is
+ * built from that state and only inserted for rows whose lease still matched.
+ */
+export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord[], now = Date.now()): Promise<Array<DeliveryRow | undefined>> {
+  if (attempts.length === 0) return [];
+  const changes = attempts.map((a) => attemptedChange(a.delivery, a.attempt));
+  const columns = Object.keys(ATTEMPTED_COLUMNS) as Array<keyof typeof ATTEMPTED_COLUMNS>;
+  const announcements = outboxRowsOf(
+    attempts.map((a, i) => deliveryUpdatedMessage({ ...a.delivery, ...changes[i] }, now, a.traceHeaders)),
+    now,
+    {}, // each announcement carries its own attempt's trace
+  );
+  const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
+  const { rows } = await sql<DeliveryRow>`
+    with v as (
+      select * from unnest(
+        ${column((a) => a.delivery.id)}::text[],
+        ${column((a) => a.leaseToken)}::text[],
+        ${sql.join(columns.map((name) => sql`${changes.map((change) => change[name])}::${sql.raw(ATTEMPTED_COLUMNS[name])}[]`))},
+        ${column((a) => a.attempt.attempt)}::int[],
+        ${column((a) => a.attempt.startedAt)}::bigint[],
+        ${column((a) => a.attempt.responseStatus)}::int[],
+        ${column((a) => a.attempt.error)}::text[],
+        ${column((a) => a.attempt.latencyMs)}::int[],
+        ${column((a) => a.attempt.responseExcerpt)}::text[],
+        ${announcements.map((row) => row.message_id)}::text[],
+        ${announcements.map((row) => row.subject)}::text[],
+        ${announcements.map((row) => row.body)}::text[],
+        ${announcements.map((row) => row.headers)}::text[]
+      ) as v(id, claimed_lease_token, ${sql.join(columns.map((name) => sql.ref(name)))},
+             attempt, started_at, response_status, error, latency_ms, response_excerpt, message_id, subject, body, headers)
+    ), updated as (
+      update deliveries d set ${sql.join(columns.map((name) => sql`${sql.ref(name)} = v.${sql.ref(name)}`))}
+      from v
+      where d.id = v.id and d.lease_token = v.claimed_lease_token
+      returning d.*
+    ), recorded as (
+      insert into delivery_attempts (delivery_id, attempt, started_at, response_status, error, latency_ms, response_excerpt)
+      select v.id, v.attempt, v.started_at, v.response_status, v.error, v.latency_ms, v.response_excerpt
+      from v join updated on updated.id = v.id
+      on conflict (delivery_id, attempt) do nothing
+    ), announced as (
+      insert into outbox (message_id, subject, body, headers, created_at)
+      select v.message_id, v.subject, v.body::jsonb, v.headers::jsonb, ${now}
+      from v join updated on updated.id = v.id
+    )
+    select * from updated`.execute(db);
+  // A retry is due later: wake every replica's sender so it sleeps until then (after the commit, like a NOTIFY).
+  if (rows.some((row) => row.next_attempt_at !== null)) await notifyDue(db);
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return attempts.map((a) => byId.get(a.delivery.id));
+}
