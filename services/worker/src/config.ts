@@ -44,6 +44,21 @@ export const workerConfigSchema = z.object({
    * (dispatch/test-crash-hook.ts), to show a crashing job is failed and the worker comes back.
    */
   WORKER_TEST_CRASH_HOOK: z.stringbool().default(false),
+  /**
+   * How ffmpeg and ffprobe are isolated (sandbox/sandbox.ts): `bwrap` (bubblewrap namespaces: only the job's directory,
+   * no network) or `none`. Unset: bwrap when it works here; production then refuses to start without it.
+   */
+  WORKER_SANDBOX: z.enum(["bwrap", "none"]).optional(),
+  /** Address space (RLIMIT_AS) of each ffmpeg/ffprobe process, in MiB: virtual size, well above what it touches. */
+  WORKER_SANDBOX_MEMORY_MB: z.coerce.number().int().min(256).default(4096),
+  /** RLIMIT_NPROC of each ffmpeg/ffprobe process (threads count); not enforced by Linux when the worker runs as root. */
+  WORKER_SANDBOX_MAX_PROCESSES: z.coerce.number().int().min(16).default(512),
+  /** Largest decoded picture (width x height) of an input; default 7680 x 7680, the largest output a job may ask for. */
+  MEDIA_MAX_PIXELS: z.coerce.number().int().positive().default(7680 * 7680),
+  /** Highest average frame rate of an input video stream. */
+  MEDIA_MAX_FPS: z.coerce.number().positive().default(120),
+  /** Largest output file of a job, in bytes (ffmpeg `-fs`); a job reaching it fails with INPUT_ERROR. */
+  OUTPUT_MAX_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
   /** Name reported with StartJob; defaults to host and pid. */
   WORKER_ID: z.string().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),

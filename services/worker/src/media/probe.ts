@@ -1,4 +1,8 @@
 import { execFile } from "node:child_process";
+import path from "node:path";
+import { cpuSecondsFor, sandboxCommand, sandboxSettings, type SandboxSettings } from "../sandbox/sandbox.js";
+import { inputOptions, isPlainMediaPath } from "./input-options.js";
+import { checkMediaCaps, mediaCaps, pixelCapError, pixelCapExceeded, type MediaCaps } from "./media-caps.js";
 
 /** One stream of a probed file, in the shape `extract.metadata` returns. */
 export interface ProbedStream {
@@ -91,25 +95,50 @@ export class NotMediaError extends Error {
   override readonly name = "NotMediaError";
 }
 
+/** How {@link probeMedia} runs; the defaults are the worker's process-wide settings. */
+export interface ProbeOptions {
+  timeoutMs?: number;
+  sandbox?: SandboxSettings;
+  caps?: MediaCaps;
+}
+
 /**
- * Runs ffprobe on a local file.
- * @throws NotMediaError when ffprobe fails or finds no streams.
+ * Runs ffprobe on a local file, inside the sandbox with only the file's directory visible, with the demuxer and
+ * protocol whitelists, and checks the result against the media caps.
+ * @throws NotMediaError when ffprobe fails or finds no streams; MediaCapError (INPUT_ERROR) when a video stream is
+ *   over the pixel or frame-rate cap.
  */
-export function probeMedia(path: string, timeoutMs = 30_000): Promise<MediaProbe> {
+export function probeMedia(filePath: string, options: ProbeOptions | number = {}): Promise<MediaProbe> {
+  const { timeoutMs = 30_000, sandbox = sandboxSettings(), caps = mediaCaps() } = typeof options === "number" ? { timeoutMs: options } : options;
+  if (!isPlainMediaPath(filePath) || !path.isAbsolute(filePath)) return Promise.reject(new NotMediaError("not a path the worker made"));
+  const wrapped = sandboxCommand(
+    "ffprobe",
+    ["-v", "error", ...inputOptions(caps), "-print_format", "json", "-show_format", "-show_streams", filePath],
+    // ffprobe writes nothing: a file size limit of one byte.
+    { workDir: path.dirname(filePath), limits: { cpuSeconds: cpuSecondsFor(timeoutMs), fileSizeBytes: 1 }, settings: sandbox },
+  );
   return new Promise((resolve, reject) => {
     execFile(
-      "ffprobe",
-      ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", path],
-      { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout) => {
+      wrapped.command,
+      wrapped.args,
+      { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: wrapped.env },
+      (error, stdout, stderr) => {
+        const oversized = pixelCapExceeded(stderr);
+        if (oversized) return reject(pixelCapError(oversized.width, oversized.height, caps));
         if (error) return reject(new NotMediaError("ffprobe could not read the file"));
+        let summary: MediaProbe;
         try {
-          const summary = summarizeProbe(JSON.parse(stdout) as RawProbe);
-          if (summary.streams.length === 0) return reject(new NotMediaError("no media streams found"));
-          resolve(summary);
+          summary = summarizeProbe(JSON.parse(stdout) as RawProbe);
         } catch {
-          reject(new NotMediaError("ffprobe output was not readable"));
+          return reject(new NotMediaError("ffprobe output was not readable"));
         }
+        if (summary.streams.length === 0) return reject(new NotMediaError("no media streams found"));
+        try {
+          checkMediaCaps(summary.streams, caps);
+        } catch (capError) {
+          return reject(capError as Error);
+        }
+        resolve(summary);
       },
     );
   });

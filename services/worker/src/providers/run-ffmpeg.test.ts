@@ -1,10 +1,26 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { describe, expect, it } from "vitest";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobCancelledError, JobFailure } from "../job-failure.js";
 import { runFfmpeg, summarizeFfmpegError } from "./run-ffmpeg.js";
 
-// A source that would run for ten minutes in real time: only a kill ends it early.
-const ENDLESS = ["-re", "-f", "lavfi", "-i", "testsrc=duration=600:size=320x180:rate=25", "-f", "null", "-"];
+let workDir: string;
+// A source looped forever in real time: only a kill ends it. (Generated inputs like lavfi are off the demuxer
+// whitelist, so the test loops a real file in the job's directory.)
+let ENDLESS: string[];
+
+beforeAll(async () => {
+  workDir = await mkdtemp(path.join(tmpdir(), "rb-run-ffmpeg-"));
+  const clip = path.join(workDir, "clip.mp4");
+  await promisify(execFile)("ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "testsrc=duration=1:size=160x90:rate=25", "-c:v", "libx264", "-preset", "ultrafast", clip]);
+  ENDLESS = ["-re", "-stream_loop", "-1", "-i", clip, "-f", "null", "-"];
+});
+afterAll(async () => {
+  await rm(workDir, { recursive: true, force: true });
+});
 
 function isAlive(pid: number): boolean {
   try {
@@ -19,7 +35,7 @@ describe("runFfmpeg", () => {
   it("kills a running ffmpeg within 2 seconds of a cancel", async () => {
     const controller = new AbortController();
     let pid = 0;
-    const run = runFfmpeg({ args: ENDLESS, workDir: tmpdir(), timeoutMs: 60_000, signal: controller.signal, onSpawn: (spawned) => { pid = spawned; } });
+    const run = runFfmpeg({ args: ENDLESS, workDir, timeoutMs: 60_000, signal: controller.signal, onSpawn: (spawned) => { pid = spawned; } });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(isAlive(pid)).toBe(true);
     const cancelledAt = Date.now();
@@ -30,16 +46,16 @@ describe("runFfmpeg", () => {
   });
 
   it("fails with PROVIDER_TIMEOUT when the plan's run time is exceeded", async () => {
-    const error = await runFfmpeg({ args: ENDLESS, workDir: tmpdir(), timeoutMs: 300, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
+    const error = await runFfmpeg({ args: ENDLESS, workDir, timeoutMs: 300, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(JobFailure);
     expect(error).toMatchObject({ code: "PROVIDER_TIMEOUT", message: "the job exceeded the plan's maximum run time of 0 s" });
   });
 
   it("fails with PROVIDER_ERROR and the meaningful stderr line on a non-zero exit", async () => {
-    const error = await runFfmpeg({ args: ["-i", `${tmpdir()}/no-such-file.mp4`, "-f", "null", "-"], workDir: tmpdir(), timeoutMs: 10_000, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
+    const error = await runFfmpeg({ args: ["-i", `${workDir}/no-such-file.mp4`, "-f", "null", "-"], workDir, timeoutMs: 10_000, signal: new AbortController().signal }).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: "PROVIDER_ERROR" });
     expect((error as Error).message).toContain("No such file or directory");
-    expect((error as Error).message).not.toContain(tmpdir());
+    expect((error as Error).message).not.toContain(workDir);
   });
 });
 

@@ -1,5 +1,9 @@
 import { spawn } from "node:child_process";
+import { stat } from "node:fs/promises";
 import { JobCancelledError, JobFailure, providerError } from "../job-failure.js";
+import { inputOptions, isPlainMediaPath } from "../media/input-options.js";
+import { mediaCaps, outputSizeCapError, pixelCapError, pixelCapExceeded, type MediaCaps } from "../media/media-caps.js";
+import { cpuSecondsFor, sandboxCommand, sandboxSettings, type SandboxSettings } from "../sandbox/sandbox.js";
 
 /** After SIGTERM, how long ffmpeg gets before SIGKILL: cancellation must stop the process within 2 s. */
 export const KILL_GRACE_MS = 1500;
@@ -30,6 +34,33 @@ export interface RunFfmpegOptions {
   /** Called with the process id once spawned (tests check the process is gone after a cancel). */
   onSpawn?: (pid: number) => void;
   command?: string;
+  /** Defaults to the worker's process-wide sandbox settings. */
+  sandbox?: SandboxSettings;
+  /** Defaults to the worker's process-wide media caps. */
+  caps?: MediaCaps;
+}
+
+// Room above OUTPUT_MAX_BYTES for what `-fs` lets through (it stops after the packet that crosses it) before the
+// file size rlimit kills the process.
+const FILE_SIZE_SLACK_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The arguments ffmpeg runs with (pure): the demuxer/protocol whitelists and the pixel cap before every input, the
+ * output size cap before the output (always the last argument).
+ * @throws JobFailure PROVIDER_ERROR for an input path with pattern characters (image2 would expand it).
+ */
+export function guardedFfmpegArgs(args: string[], caps: MediaCaps): string[] {
+  const guarded = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"];
+  for (const [index, arg] of args.entries()) {
+    if (index === args.length - 1) guarded.push("-fs", String(caps.outputMaxBytes));
+    if (arg === "-i") {
+      const input = args[index + 1] ?? "";
+      if (!isPlainMediaPath(input)) throw providerError("an input path is not one the worker made");
+      guarded.push(...inputOptions(caps));
+    }
+    guarded.push(arg);
+  }
+  return guarded;
 }
 
 /**
@@ -38,15 +69,23 @@ export interface RunFfmpegOptions {
  * @throws JobFailure PROVIDER_ERROR (non-zero exit, with the last meaningful stderr line) or PROVIDER_TIMEOUT;
  *   JobCancelledError when `signal` fires (the process is sent SIGTERM, then SIGKILL after KILL_GRACE_MS).
  */
-export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command = "ffmpeg" }: RunFfmpegOptions): Promise<void> {
+export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command = "ffmpeg", sandbox = sandboxSettings(), caps = mediaCaps() }: RunFfmpegOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(new JobCancelledError());
-    const child = spawn(command, ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", ...args], {
-      cwd: workDir,
-      stdio: ["ignore", "ignore", "pipe"],
-      // SVT-AV1 logs to stderr on its own; 1 = errors only.
-      env: { ...process.env, SVT_LOG: "1" },
-    });
+    let wrapped;
+    try {
+      wrapped = sandboxCommand(command, guardedFfmpegArgs(args, caps), {
+        workDir,
+        limits: { cpuSeconds: cpuSecondsFor(timeoutMs), fileSizeBytes: caps.outputMaxBytes + FILE_SIZE_SLACK_BYTES },
+        settings: sandbox,
+        // SVT-AV1 logs to stderr on its own; 1 = errors only.
+        extraEnv: { SVT_LOG: "1" },
+      });
+    } catch (error) {
+      return reject(error as Error);
+    }
+    const output = args.at(-1);
+    const child = spawn(wrapped.command, wrapped.args, { cwd: workDir, stdio: ["ignore", "ignore", "pipe"], env: wrapped.env });
     const lines: string[] = [];
     let partial = "";
     child.stderr.setEncoding("utf8");
@@ -85,9 +124,16 @@ export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command =
       if (stopReason === "timeout") {
         return reject(new JobFailure("PROVIDER_TIMEOUT", `the job exceeded the plan's maximum run time of ${Math.round(timeoutMs / 1000)} s`));
       }
-      if (code === 0) return resolve();
       if (partial) lines.push(partial);
-      reject(providerError(summarizeFfmpegError(lines, workDir)));
+      const oversized = pixelCapExceeded(lines.join("\n"));
+      if (oversized) return reject(pixelCapError(oversized.width, oversized.height, caps));
+      if (code !== 0) return reject(providerError(summarizeFfmpegError(lines, workDir)));
+      // `-fs` ends the output cleanly at the cap, with exit code 0: a file that long is a truncated one.
+      if (output === undefined || output === "-") return resolve();
+      stat(output).then(
+        (file) => (file.size >= caps.outputMaxBytes ? reject(outputSizeCapError(caps)) : resolve()),
+        () => resolve(),
+      );
     });
   });
 }
