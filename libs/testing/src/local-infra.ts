@@ -217,10 +217,13 @@ async function sweepAbandonedRuns(parent: string): Promise<void> {
 
 /**
  * Makes sure `ffmpeg` and `ffprobe` are on PATH, installing the Debian `ffmpeg` package with apt-get when one is
- * missing and this process is root.
+ * missing and this process is root; `bwrap` (package `bubblewrap`, the worker's sandbox) likewise, when it can.
  * @throws {LocalInfraError} when they are missing and cannot be installed.
  */
 export async function ensureFfmpeg(log: (line: string) => void = silent): Promise<void> {
   await ensureExecutable('ffmpeg', 'ffmpeg', log);
   await ensureExecutable('ffprobe', 'ffmpeg', log);
+  // The worker runs ffmpeg inside bubblewrap (services/worker/src/sandbox); without it a development worker warns and
+  // runs ffmpeg unsandboxed, so a failed install is reported, not fatal.
+  await ensureExecutable('bwrap', 'bubblewrap', log).catch((error: unknown) => log(`bubblewrap: ${(error as Error).message}`));
 }
