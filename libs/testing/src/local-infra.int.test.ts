@@ -7,7 +7,7 @@ import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureLocalInfra, type LocalInfra } from './local-infra.js';
-import { canConnectNats } from './local-nats.js';
+import { canConnectNats, natsConnectOptions } from './local-nats.js';
 import { canQueryPostgres } from './local-postgres.js';
 import { canPingRedis } from './local-redis.js';
 import { testInfra } from './test-infra.js';
@@ -28,7 +28,7 @@ describe('ensureLocalInfra in test mode', () => {
 
   it('spawns fresh servers on random ports instead of the default ones', () => {
     expect(infra.databaseUrl).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
-    expect(infra.natsUrl).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
+    expect(infra.natsUrl).toMatch(/^nats:\/\/renderbus-dev:[^@]+@127\.0\.0\.1:\d+$/);
     expect(infra.redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
     expect(new URL(infra.databaseUrl).port).not.toBe('5432');
     expect(new URL(infra.natsUrl).port).not.toBe('4222');
@@ -49,7 +49,8 @@ describe('ensureLocalInfra in test mode', () => {
   });
 
   it('runs NATS with JetStream: a published message reads back from its stream', async () => {
-    const connection = await connect({ servers: infra.natsUrl });
+    // The URL carries the harness superuser; nats.js takes the credentials as options.
+    const connection = await connect(natsConnectOptions(infra.natsUrl));
     try {
       const manager = await jetstreamManager(connection);
       await manager.streams.add({ name: 'LOCAL_INFRA_TEST', subjects: ['local-infra-test.>'] });
@@ -62,6 +63,11 @@ describe('ensureLocalInfra in test mode', () => {
     } finally {
       await connection.close();
     }
+  });
+
+  it('runs NATS with the users of nats-permissions.ts: a client without credentials is refused', async () => {
+    expect(await canConnectNats(infra.natsUrl.replace(/\/\/[^@]+@/, '//'))).toBe(false);
+    expect(await canConnectNats(infra.natsUrl, true)).toBe(true);
   });
 
   it('runs Redis answering PING', async () => {
