@@ -28,3 +28,27 @@ export function dashboardSecurityHeaders(publicUrl: string): Record<string, stri
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
   };
 }
+
+/**
+ * Headers for the API reference at `/docs` (openapi/openapi.routes.ts): the dashboard's headers with a policy of its
+ * own. The renderer (Scalar's standalone bundle, served from this origin) runs under `script-src 'self'` without
+ * 'unsafe-eval', but it injects its component styles as <style> elements at run time, so this page alone allows
+ * `style-src 'unsafe-inline'`. With scripts limited to this origin, injected CSS can restyle the page but not run
+ * code. `connect-src` admits the public origin for the document and the "Test request" client.
+ */
+export function apiReferenceSecurityHeaders(publicUrl: string): Record<string, string> {
+  const publicOrigin = new URL(publicUrl).origin;
+  const contentSecurityPolicy = [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    `connect-src 'self' ${publicOrigin}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+  return { ...dashboardSecurityHeaders(publicUrl), "Content-Security-Policy": contentSecurityPolicy };
+}

@@ -9,6 +9,7 @@ import { gatewayConfigSchema } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
 import { defineRoute, type RouteDefinition } from "../http/route.js";
 import { apiRoutes } from "../routes/index.js";
+import { RenderbusClient } from "../../../../packages/sdk/src/client.js";
 import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from "./openapi-document.js";
 import { undocumentedProblems } from "./openapi-lint.js";
 
@@ -40,6 +41,7 @@ const NOT_PUBLIC_API: { pattern: RegExp; reason: string }[] = [
   { pattern: /^\/$/, reason: "redirect to the dashboard" },
   { pattern: /^\/(healthz|readyz|metrics)$/, reason: "operational endpoints for orchestrators and Prometheus (docs/operations.md)" },
   { pattern: /^\/(openapi\.json|docs)$/, reason: "this document and its rendering" },
+  { pattern: /^\/docs\/assets\//, reason: "the scripts of the rendered reference" },
   { pattern: /^(GET|DELETE) \/mcp$/, reason: "answer 405: the stateless MCP transport has no standalone stream or session to delete" },
 ];
 
@@ -80,13 +82,24 @@ describe("the OpenAPI document at /openapi.json", () => {
     await app.close();
   });
 
-  it("renders every operation and webhook at /docs, without external assets", async () => {
+  it("serves the rendered reference at /docs from this origin, under a CSP without inline or eval'd script", async () => {
     const app = await gatewayApp();
     const response = await app.inject({ url: "/docs" });
     expect(response.statusCode).toBe(200);
-    expect(response.headers["content-security-policy"]).toContain("default-src 'none'");
-    for (const route of apiRoutes) expect(response.body).toContain(`id="${route.operationId}"`);
-    for (const event of ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]) expect(response.body).toContain(`id="webhook-${event}"`);
+    const csp = response.headers["content-security-policy"] as string;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).not.toMatch(/unsafe-eval|script-src[^;]*unsafe-inline/);
+    expect(response.body).not.toMatch(/<script>|<style|https?:\/\//);
+    const scripts = [...response.body.matchAll(/<script src="([^"]+)"><\/script>/g)].map((match) => match[1]!);
+    expect(scripts).toEqual([expect.stringMatching(/^\/docs\/assets\/scalar-api-reference-[\d.]+\.js$/), "/docs/assets/reference.js"]);
+    for (const script of scripts) {
+      const asset = await app.inject({ url: script, headers: { "accept-encoding": "gzip" } });
+      expect(asset.statusCode, script).toBe(200);
+      expect(asset.headers["content-type"]).toMatch(/^text\/javascript/);
+    }
+    const mount = await app.inject({ url: "/docs/assets/reference.js" });
+    expect(mount.body).toContain('"url":"/openapi.json"');
     await app.close();
   });
 
@@ -118,7 +131,42 @@ describe("the OpenAPI document at /openapi.json", () => {
       errors: [],
       handler: async () => ({ data: [] }),
     }) as RouteDefinition;
-    expect(undocumentedProblems(buildOpenApiDocument("http://x", [...apiRoutes, undocumented]))).toEqual(["GET /widgets: no description"]);
+    expect(undocumentedProblems(buildOpenApiDocument("http://x", [...apiRoutes, undocumented]))).toEqual([
+      "GET /widgets: no description",
+      "GET /widgets: 200 body has no schema of its data",
+    ]);
+  });
+
+  it("gives every operation a curl sample, and an SDK sample that calls a method RenderbusClient has", () => {
+    const document = buildOpenApiDocument("https://api.renderbus.example");
+    const client = new RenderbusClient({ apiKey: "rb_example" }) as unknown as Record<string, unknown>;
+    const withoutSdk: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations) as [string, { operationId: string; "x-codeSamples": { label: string; source: string }[] }][]) {
+        const [curl, sdk] = operation["x-codeSamples"];
+        expect(curl!.source, operation.operationId).toMatch(new RegExp(`^curl .*'https://api\\.renderbus\\.example${path.replace(/\{\w+\}/g, "[^?']+")}[?']`));
+        if (method !== "get") expect(curl!.source).toContain(`-X ${method.toUpperCase()}`);
+        if (!sdk) {
+          withoutSdk.push(operation.operationId);
+          continue;
+        }
+        const call = /client\.([\w.]+)\(/.exec(sdk.source)?.[1];
+        const target = call!.split(".").reduce<unknown>((object, name) => (object as Record<string, unknown> | undefined)?.[name], client);
+        expect(typeof target, `${operation.operationId}: client.${call}`).toBe("function");
+      }
+    }
+    // The signed download link and MCP are not SDK methods: a browser or an MCP client uses them.
+    expect(withoutSdk.sort()).toEqual(["downloadOutput", "mcp"]);
+  });
+
+  it("shows the submit body's example, which the route's own schema accepts", () => {
+    const document = buildOpenApiDocument("http://127.0.0.1:3000");
+    for (const route of apiRoutes.filter((candidate) => candidate.body)) {
+      const operation = (document.paths[openApiPath(route.url)] as Record<string, { requestBody: { content: { "application/json": { examples?: { example: { value: unknown } } } } } }>)[route.method.toLowerCase()]!;
+      const example = operation.requestBody.content["application/json"].examples?.example.value;
+      if (example !== undefined) expect(route.body!.safeParse(example).success, route.operationId).toBe(true);
+    }
+    expect((document.paths["/jobs"] as Record<string, { requestBody: { content: { "application/json": { examples: object } } } }>).post!.requestBody.content["application/json"].examples).toBeDefined();
   });
 
   it("documents every SPEC error code, each under its HTTP status", () => {

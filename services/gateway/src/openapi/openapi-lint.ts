@@ -4,11 +4,17 @@ interface Operation {
   summary?: string;
   description?: string;
   responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  "x-codeSamples"?: { label: string; source: string }[];
 }
 
+/** The placeholders a success body falls back to when no schema of its `data` is known (response-schemas.ts). */
+const GENERIC_SCHEMAS = new Set(["#/components/schemas/Data", "#/components/schemas/Page"]);
+
 /**
- * What a client or SDK generator would miss in the document: operations without a summary or description, or
- * without a 4xx response carrying the error schema. An empty list means every operation is documented.
+ * What a reader of /docs, a client or an SDK generator would miss in the document, beyond what `redocly lint` checks
+ * (openapi-redocly.test.ts): operations without a summary or description, without a 4xx response, with an error
+ * response (4xx or 5xx) that does not carry the SPEC error body, with a success body of unknown shape, or without a
+ * curl sample. An empty list means every operation is documented.
  */
 export function undocumentedProblems(document: Pick<OpenApiDocument, "paths">): string[] {
   const problems: string[] = [];
@@ -18,11 +24,18 @@ export function undocumentedProblems(document: Pick<OpenApiDocument, "paths">): 
       const name = `${method.toUpperCase()} ${path}`;
       if (!operation.summary?.trim()) problems.push(`${name}: no summary`);
       if (!operation.description?.trim()) problems.push(`${name}: no description`);
-      const clientErrors = Object.entries(operation.responses ?? {}).filter(([status]) => status.startsWith("4"));
-      if (clientErrors.length === 0) problems.push(`${name}: no 4xx response`);
-      for (const [status, response] of clientErrors) {
-        if (response.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/Error") problems.push(`${name}: ${status} does not use the error schema`);
+      const responses = Object.entries(operation.responses ?? {});
+      if (!responses.some(([status]) => status.startsWith("4"))) problems.push(`${name}: no 4xx response`);
+      for (const [status, response] of responses) {
+        if (status.startsWith("4") || status.startsWith("5")) {
+          if (response.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/Error") problems.push(`${name}: ${status} does not use the error schema`);
+        } else if (status.startsWith("2")) {
+          const media = Object.values(response.content ?? {});
+          if (media.length === 0 || media.some((content) => !content.schema)) problems.push(`${name}: ${status} has no body schema`);
+          if (media.some((content) => GENERIC_SCHEMAS.has(content.schema?.$ref ?? ""))) problems.push(`${name}: ${status} body has no schema of its data`);
+        }
       }
+      if (!operation["x-codeSamples"]?.some((sample) => sample.source.startsWith("curl"))) problems.push(`${name}: no curl sample`);
     }
   }
   return problems;

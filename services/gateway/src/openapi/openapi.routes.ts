@@ -1,26 +1,87 @@
-import type { FastifyInstance } from "fastify";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { gzipSync } from "node:zlib";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { GatewayDeps } from "../deps.js";
+import { apiReferenceSecurityHeaders } from "../dashboard/security-headers.js";
 import { buildOpenApiDocument } from "./openapi-document.js";
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Where the API reference is served, and its two scripts. */
+export const API_REFERENCE_PATH = "/docs";
 
-/** `/openapi.json` and a self-contained HTML reference at `/docs` (no CDN assets). */
+/**
+ * Scalar's standalone browser bundle, from the installed npm package (no CDN). The package exports only its ES
+ * modules, so the bundle is found beside the resolved entry point.
+ */
+function scalarBundle() {
+  const entry = createRequire(import.meta.url).resolve("@scalar/api-reference");
+  const packageDir = join(dirname(entry), "..");
+  const { version } = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { version: string };
+  return { version, file: join(packageDir, "dist", "browser", "standalone.js") };
+}
+
+/**
+ * Scalar's options (https://github.com/scalar/scalar, `ApiReferenceConfiguration`). Everything that would reach a
+ * Scalar-hosted service is off: its web fonts (fonts.scalar.com), telemetry, the AI agent and MCP generator, and
+ * the developer toolbar (share/deploy). Only the curl and SDK samples of the document are offered (`hiddenClients`).
+ */
+const scalarConfiguration = {
+  url: "/openapi.json",
+  withDefaultFonts: false,
+  telemetry: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showDeveloperTools: "never",
+  hiddenClients: true,
+  documentDownloadType: "json",
+  hideDarkModeToggle: false,
+};
+
+/** The page's only own script (the CSP allows no inline script): mounts the reference into #reference. */
+const MOUNT_SCRIPT = `"use strict";\nglobalThis.Scalar.createApiReference("#reference", ${JSON.stringify(scalarConfiguration)});\n`;
+
+const page = (bundlePath: string) =>
+  [
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+    "<title>Renderbus API reference</title></head><body>",
+    '<noscript><p>The API reference needs JavaScript. The machine-readable document is at <a href="/openapi.json">/openapi.json</a>.</p></noscript>',
+    '<div id="reference"></div>',
+    `<script src="${bundlePath}"></script><script src="${API_REFERENCE_PATH}/assets/reference.js"></script>`,
+    "</body></html>",
+  ].join("");
+
+const acceptsGzip = (request: FastifyRequest) => /\bgzip\b/.test(String(request.headers["accept-encoding"] ?? ""));
+
+/**
+ * `/openapi.json` and the rendered API reference at `/docs`: Scalar's standalone bundle served from this gateway
+ * (versioned URL, cached for a year) and a small mount script, under a page CSP (dashboard/security-headers.ts).
+ */
 export function registerOpenApiRoutes(app: FastifyInstance, deps: GatewayDeps): void {
   const document = buildOpenApiDocument(deps.config.PUBLIC_URL);
+  const headers = apiReferenceSecurityHeaders(deps.config.PUBLIC_URL);
+  const bundle = scalarBundle();
+  const bundlePath = `${API_REFERENCE_PATH}/assets/scalar-api-reference-${bundle.version}.js`;
+  const html = page(bundlePath);
+  // 4 MB of JavaScript, read and compressed on first use only (a gateway that nobody browses never loads it).
+  let bundleBytes: { plain: Buffer; gzip: Buffer } | undefined;
+
+  const withHeaders = (reply: FastifyReply) => {
+    for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+    return reply;
+  };
+
   app.get("/openapi.json", async () => document);
-  app.get("/docs", async (_request, reply) => {
-    const sections = Object.entries(document.paths).flatMap(([path, operations]) =>
-      Object.entries(operations).map(([method, operation]) => {
-        const op = operation as { summary: string; description: string; operationId: string };
-        return `<section id="${op.operationId}"><h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2><p><strong>${escapeHtml(op.summary)}</strong></p><p>${escapeHtml(op.description)}</p></section>`;
-      }),
-    );
-    const webhooks = Object.entries(document.webhooks).map(
-      ([event, { post }]) => `<section id="webhook-${escapeHtml(event)}"><h2>Webhook <code>${escapeHtml(event)}</code></h2><p><strong>${escapeHtml(post.summary)}</strong></p><p>${escapeHtml(post.description)}</p></section>`,
-    );
-    reply.header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    return reply
-      .type("text/html; charset=utf-8")
-      .send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Renderbus API reference</title><style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}code{background:#f3f3f3;padding:.1rem .3rem}</style></head><body><h1>Renderbus API reference</h1><p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Authenticate with <code>Authorization: Bearer rb_...</code>.</p>${sections.join("")}${webhooks.join("")}</body></html>`);
+  app.get(API_REFERENCE_PATH, async (_request, reply) => withHeaders(reply).header("Cache-Control", "no-cache").type("text/html; charset=utf-8").send(html));
+  app.get(`${API_REFERENCE_PATH}/assets/reference.js`, async (_request, reply) =>
+    withHeaders(reply).header("Cache-Control", "no-cache").type("text/javascript; charset=utf-8").send(MOUNT_SCRIPT),
+  );
+  app.get(bundlePath, async (request, reply) => {
+    if (!bundleBytes) {
+      const plain = readFileSync(bundle.file);
+      bundleBytes = { plain, gzip: gzipSync(plain) };
+    }
+    withHeaders(reply).header("Cache-Control", "public, max-age=31536000, immutable").header("Vary", "Accept-Encoding").type("text/javascript; charset=utf-8");
+    return acceptsGzip(request) ? reply.header("Content-Encoding", "gzip").send(bundleBytes.gzip) : reply.send(bundleBytes.plain);
   });
 }

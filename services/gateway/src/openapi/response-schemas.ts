@@ -18,14 +18,14 @@ const object = (properties: Record<string, unknown>, extra: Record<string, unkno
 export const responseSchemas = {
   Job: object(
     {
-      id: { type: "string", pattern: "^job_" },
-      orgId: { type: "string", pattern: "^org_" },
+      id: { type: "string", pattern: "^job_", examples: ["job_01JD3Z8X9K2M4N6P8R0T2V4W6Y"] },
+      orgId: { type: "string", pattern: "^org_", examples: ["org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V"] },
       batchId: nullableString,
-      type: { type: "string" },
+      type: { type: "string", examples: ["thumbnail"] },
       status: { type: "string", enum: ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] },
-      inputs: { type: "object", additionalProperties: { type: "string" } },
-      params: { type: "object" },
-      metadata: { type: "object" },
+      inputs: { type: "object", additionalProperties: { type: "string" }, examples: [{ source: "https://media.example.com/clip.mp4" }] },
+      params: { type: "object", examples: [{ timestamp: 1 }] },
+      metadata: { type: "object", examples: [{ customerRef: "order-1234" }] },
       result: {
         oneOf: [
           { type: "null" },
@@ -112,12 +112,49 @@ export const responseSchemas = {
       }),
     },
   }),
+  Me: object({
+    userId: { type: "string" },
+    orgId: { type: "string", pattern: "^org_" },
+    plan: { type: "string", enum: ["free", "starter", "pro", "scale"] },
+    role: { type: ["string", "null"], enum: ["owner", "admin", "member", null], description: "The user's role in the org" },
+    credential: { ...nullableString, description: "How this request authenticated, e.g. api_key or session" },
+  }),
+  JobType: object({
+    name: { type: "string", examples: ["transcode"] },
+    description: { type: "string" },
+    inputs: { type: "array", items: { type: "string" }, description: "Names of the inputs the job type reads, e.g. source" },
+    paramsSchema: { type: "object", description: "JSON Schema of the job type's `params`" },
+    plans: { type: "array", items: { type: "string" }, description: "Plans that may submit this type" },
+    output: { type: "string", description: "What the job produces, e.g. video/mp4" },
+    price: { type: "string", description: "How the cost in credits is computed" },
+  }),
+  Balance: object({
+    orgId: { type: "string", pattern: "^org_" },
+    credits: { type: "integer", description: "Available credits (1 credit = $0.01)" },
+    reserved: { type: "integer", description: "Credits held by jobs in flight" },
+    plan: { type: "string" },
+    monthlyCredits: { ...nullableInteger, description: "The plan's monthly included credits" },
+    renewsAt: { ...epochMsOrNull, description: "When the available balance is next topped up to monthlyCredits (epoch ms)" },
+  }),
+  UsageEntry: object({
+    id: { type: "string" },
+    kind: { type: "string", enum: ["grant", "reserve", "capture", "release"] },
+    credits: { type: "integer" },
+    jobId: nullableString,
+    balanceAfter: { type: "integer" },
+    description: { type: "string" },
+    createdAt: epochMs,
+  }),
+  TestWebhookOutcome: object({
+    succeeded: { type: "boolean", description: "The receiver answered 2xx within the timeout" },
+    delivery: { oneOf: [{ type: "null" }, { $ref: "#/components/schemas/Delivery" }] },
+  }),
 } as const;
 
 /** Operations whose `data` is an array of the schema below (with `nextCursor` when the route takes a cursor). */
-export const LIST_OPERATIONS = new Set(["listJobs", "listBatches", "listApiKeys", "listWebhookDeliveries"]);
+export const LIST_OPERATIONS = new Set(["listJobs", "listBatches", "listApiKeys", "listWebhookDeliveries", "listJobTypes", "getUsage"]);
 
-/** Which schema each operation's `data` has (the items' for list operations); others stay generic. */
+/** Which schema each operation's `data` has (the items' for list operations); openapi-document.test.ts requires one per route. */
 export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   submitJob: "Job",
   getJob: "Job",
@@ -133,4 +170,10 @@ export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   updateOrgWebhook: "Org",
   listWebhookDeliveries: "Delivery",
   retryWebhookDelivery: "Delivery",
+  getMe: "Me",
+  listJobTypes: "JobType",
+  getJobTypeSchema: "JobType",
+  getBalance: "Balance",
+  getUsage: "UsageEntry",
+  sendTestWebhook: "TestWebhookOutcome",
 };

@@ -116,6 +116,8 @@ const webhook = (event: string, schema: string, summary: string, description: st
     summary,
     description: `${description} Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.`,
     tags: ["webhooks"],
+    // Renderbus holds no credential of the receiver: the receiver authenticates the sender by X-Renderbus-Signature.
+    security: [],
     parameters: deliveryHeaders,
     requestBody: { required: true, content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } } },
     responses: receiverResponses,
