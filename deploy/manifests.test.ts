@@ -313,14 +313,91 @@ describe("docker-compose.yml", () => {
     expect(envOf("worker").OUTPUT_SIGNING_SECRET).toBe(envOf("gateway").OUTPUT_SIGNING_SECRET);
   });
 
-  it("uses a Dockerfile on node:20-bookworm-slim with ffmpeg, npm ci and SERVICE choosing the bundled service", () => {
+  it("publishes only the gateway's port beyond the host: every other published port is bound to 127.0.0.1", () => {
+    const published = Object.entries(compose.services as Record<string, Doc>).flatMap(([name, service]) =>
+      ((service.ports ?? []) as unknown[]).map((port) => [name, String(port)] as const),
+    );
+    expect(published.map(([name]) => name)).toEqual(expect.arrayContaining(["gateway", "grafana", "prometheus", "jaeger", "nats"]));
+    for (const [name, port] of published) {
+      if (name === "gateway") expect(port).toBe("3000:3000");
+      else expect(port, name).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
+    }
+  });
+
+  it("turns Grafana's anonymous access and sign-up off and takes the admin password from the operator (no default)", () => {
+    const grafana = compose.services.grafana.environment as Record<string, string>;
+    expect(grafana.GF_AUTH_ANONYMOUS_ENABLED).toBe("false");
+    expect(grafana.GF_AUTH_ANONYMOUS_ORG_ROLE).toBeUndefined();
+    expect(grafana.GF_USERS_ALLOW_SIGN_UP).toBe("false");
+    expect(grafana.GF_SECURITY_ADMIN_PASSWORD).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?set GRAFANA_ADMIN_PASSWORD\b[^}]*\}$/);
+  });
+
+  describe("the Dockerfile", () => {
     const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim$/m);
-    expect(dockerfile).toMatch(/apt-get install .*ffmpeg/);
-    expect(dockerfile).toMatch(/npm ci/);
-    expect(dockerfile).toMatch(/RUN .*node scripts\/build-services\.mjs/);
-    expect(dockerfile).toContain(`exec node --max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB} --enable-source-maps services/\${SERVICE}/dist/main.mjs`);
-    expect(dockerfile).not.toMatch(/--import tsx/);
+    /** Stage name -> its instructions (comments dropped, continuation lines joined). */
+    const stages = new Map(
+      dockerfile
+        .replace(/^#.*\n/gm, "")
+        .replace(/\\\n\s*/g, " ")
+        .split(/^(?=FROM )/m)
+        .filter((stage) => stage.startsWith("FROM "))
+        .map((stage) => [/^FROM \S+ AS (\S+)/.exec(stage)?.[1] ?? "", stage] as const),
+    );
+    const runtime = [...stages.values()].at(-1)!;
+
+    it("builds on Node 24 LTS (node:24-bookworm-slim) in every stage", () => {
+      const froms = dockerfile.match(/^FROM .*$/gm) ?? [];
+      expect(froms.length).toBeGreaterThanOrEqual(3);
+      for (const from of froms) expect(from).toMatch(/^FROM node:24-bookworm-slim AS [\w-]+$/);
+    });
+
+    it("builds the bundles in a build stage and ends in a runtime stage holding production dependencies only", () => {
+      expect([...stages.keys()].at(-1)).toBe("runtime");
+      const build = stages.get("build")!;
+      expect(build).toMatch(/RUN .*node scripts\/build-services\.mjs/);
+      expect(build).toMatch(/RUN .*node scripts\/build-image-tools\.mjs/);
+      // `npm install` rather than `npm ci` (scripts/bootstrap.mjs says why); `--omit=optional` drops what the lockfile
+      // marks devOptional (vitest, vite, tsx and esbuild through better-auth's optional peer).
+      const installs = runtime.match(/\bnpm (ci|install)\b[^&\n]*/g) ?? [];
+      expect(installs.length).toBe(1);
+      expect(installs[0]).toMatch(/--omit=dev\b/);
+      expect(installs[0]).toMatch(/--omit=optional\b/);
+      // No sources and no build tools: the runtime copies the build stage's outputs, each at its place in the tree.
+      expect(runtime).not.toMatch(/^COPY (?!--from=)(?!deploy\/probes\/nats-reachable\.mjs )/m);
+      for (const service of SERVICES) expect(runtime).toContain(`COPY --from=build /app/services/${service}/dist ./services/${service}/dist`);
+      expect(runtime).toContain("COPY --from=build /app/apps/dashboard/dist ./apps/dashboard/dist");
+      expect(runtime).toContain("COPY --from=build /app/deploy/probes/dist ./deploy/probes/dist");
+    });
+
+    it("leaves out of the runtime stage every build and test tool: the lockfile marks each dev (or devOptional)", () => {
+      const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, Doc> };
+      for (const tool of ["esbuild", "vite", "tsx", "vitest", "typescript", "playwright-core", "@bufbuild/buf", "ts-proto"]) {
+        const entry = lock.packages[`node_modules/${tool}`];
+        expect(entry, tool).toBeDefined();
+        expect(entry!.dev === true || entry!.devOptional === true, `${tool} is installed by --omit=dev --omit=optional`).toBe(true);
+      }
+    });
+
+    it("installs ffmpeg, bubblewrap and tini in the runtime stage and runs SERVICE's bundle as plain node", () => {
+      expect(runtime).toMatch(/apt-get install [^&]*\bffmpeg\b/);
+      expect(runtime).toMatch(/apt-get install [^&]*\bbubblewrap\b/);
+      expect(runtime).toMatch(/apt-get install [^&]*\btini\b/);
+      expect(runtime).toContain(`exec node --max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB} --enable-source-maps services/\${SERVICE}/dist/main.mjs`);
+      expect(runtime).toMatch(/^USER node$/m);
+      expect(dockerfile).not.toMatch(/--import tsx/);
+    });
+
+    it("gives compose's health checks programs the runtime image holds, none through tsx", () => {
+      const buildTools = readFileSync(join(repoRoot, "scripts", "build-image-tools.mjs"), "utf8");
+      for (const service of SERVICES) {
+        const test = (compose.services[service].healthcheck.test as string[]).slice(1);
+        expect(test, service).not.toContain("tsx");
+        if (test[0] !== "node" || test[1] === "-e") continue;
+        const script = test[1]!;
+        const shipped = script.startsWith("deploy/probes/dist/") ? buildTools.includes(`'${script}'`) : runtime.includes(`COPY ${script} `);
+        expect(shipped, `${service}: ${script}`).toBe(true);
+      }
+    });
   });
 });
 

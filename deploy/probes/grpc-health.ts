@@ -1,7 +1,8 @@
 /**
  * Exit 0 when the gRPC server at the address argument answers the standard health check with SERVING, else 1.
  * For container health checks where a native gRPC probe is not available (docker compose):
- *   node --import tsx deploy/probes/grpc-health.ts 127.0.0.1:50051
+ *   node deploy/probes/dist/grpc-health.mjs 127.0.0.1:50051   (bundled by scripts/build-image-tools.mjs; from source:
+ *   node --import tsx deploy/probes/grpc-health.ts 127.0.0.1:50051)
  */
 import { isRpcServing } from "@renderbus/rpc";
 
