@@ -1,9 +1,30 @@
 import { createServer } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import { afterAll, describe, expect, it } from "vitest";
 import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "./hostile-receivers.fixture.js";
 import { createWebhookAgent, postWebhook, RESPONSE_EXCERPT_BYTES, type WebhookRequest } from "./post-webhook.js";
 
 const TIMEOUT_MS = 800;
+
+/** A self-signed certificate for 127.0.0.1 (valid 100 years; a test-only key that guards nothing): no CA vouches for it. */
+const SELF_SIGNED = {
+  key: `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgeJt1wQeToQwjSi/m
+X7d8MZouYuG3kZ5vYQGA/1gFwqChRANCAAREcYDG+S4NhFtCJGmyzJvh5gG1cUT5
+UNJAKxbMRdbhwCHbaYcVgZ0XcjAV6eq24zWUZo3qF10W2XmVkkKy1AVd
+-----END PRIVATE KEY-----`,
+  cert: `-----BEGIN CERTIFICATE-----
+MIIBkDCCATagAwIBAgIUEztasqvQnXv3DAMzVa5j6b7WdnswCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTEyNDE0NTAyOFoYDzIxMjYxMDMx
+MTQ1MDI4WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAREcYDG+S4NhFtCJGmyzJvh5gG1cUT5UNJAKxbMRdbhwCHbaYcVgZ0X
+cjAV6eq24zWUZo3qF10W2XmVkkKy1AVdo2QwYjAdBgNVHQ4EFgQUzVPyndpIfmV3
+bKDF9NU34+LT3MowHwYDVR0jBBgwFoAUzVPyndpIfmV3bKDF9NU34+LT3MowDwYD
+VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0gAMEUC
+IQDoYwlOh0gX02D9AslbQai8r8z97fQq9H8ELS4JfH5+WgIgMh4ZYEJxHpP6PAD9
+sYOHLxPcCPxrMMUbMIC4jPDppt0=
+-----END CERTIFICATE-----`,
+};
 const agent = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: TIMEOUT_MS });
 const receivers: HostileReceiver[] = [];
 
@@ -119,5 +140,22 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     await guarded.close();
     expect(result.succeeded).toBe(false);
     expect(result.error).toMatch(/refused to connect/);
+  });
+
+  it("speaks TLS to an https receiver and refuses one whose certificate no CA vouches for, without sending the body", async () => {
+    let requests = 0;
+    const server = createTlsServer(SELF_SIGNED, (_request, response) => {
+      requests += 1;
+      response.writeHead(200).end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const result = await postWebhook(agent, webhook(`https://127.0.0.1:${(server.address() as { port: number }).port}/hook`), { timeoutMs: TIMEOUT_MS });
+      expect(result).toMatchObject({ succeeded: false, responseStatus: null });
+      expect(result.error).toMatch(/SELF_SIGNED|self.signed/i);
+      expect(requests).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
