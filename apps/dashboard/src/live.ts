@@ -1,8 +1,6 @@
 import { useEffect, useRef } from "react";
 import { isTerminal } from "./format";
-import type { Job } from "./types";
-
-const STATUS_EVENTS = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
+import { JOB_STATUSES, type Job } from "./types";
 
 /**
  * Follows jobs live over `GET /jobs/{id}/events` (Server-Sent Events; the cookie rides along on same-origin
@@ -30,7 +28,7 @@ export function useJobEvents(jobIds: string[], onJob: (job: Job) => void): void 
           // A malformed event is skipped; the next one (or the page's refresh) brings the state.
         }
       };
-      for (const name of STATUS_EVENTS) source.addEventListener(name, listener as EventListener);
+      for (const name of JOB_STATUSES) source.addEventListener(name, listener as EventListener);
       return source;
     });
     return () => sources.forEach((source) => source.close());

@@ -16,6 +16,7 @@ export type {
   Org,
   UsageEntry,
 } from "../../../packages/sdk/src/types";
+export { JOB_STATUSES } from "../../../packages/sdk/src/types";
 
 export interface SessionUser {
   id: string;

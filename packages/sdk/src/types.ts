@@ -1,6 +1,8 @@
 /** Public JSON shapes of the Renderbus REST API (SPEC sections 5a, 6 and 7). Timestamps are epoch milliseconds. */
 
-export type JobStatus = "waiting" | "dispatched" | "running" | "completed" | "failed" | "cancelled";
+/** Job statuses in lifecycle order; the CLI and the dashboard take the list from here. */
+export const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
 export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
 
 export interface JobSpec {

@@ -2,8 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { OutboxRelay } from "@renderbus/db";
 import { Histogram, registerGaugeReader, type Registry } from "@renderbus/telemetry";
 import type { JobsDatabase } from "./db/jobs-database.js";
-
-const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+import { JOB_STATUSES } from "./job/job.js";
 
 /**
  * The jobs service's Prometheus metrics. They are read from the projections at scrape time, so they describe the
@@ -19,7 +18,7 @@ export function registerJobsMetrics(registry: Registry, db: Kysely<JobsDatabase>
     { name: "jobs_by_status", help: "Jobs per lifecycle status" },
     async () => {
       const rows = await db.selectFrom("job_views").select(["status", sql<number>`count(*)::int`.as("count")]).groupBy("status").execute();
-      const counts: Record<string, number> = Object.fromEntries(STATUSES.map((status) => [status, 0]));
+      const counts: Record<string, number> = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0]));
       for (const row of rows) counts[row.status] = row.count;
       return counts;
     },

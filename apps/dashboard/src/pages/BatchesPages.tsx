@@ -3,9 +3,8 @@ import { api, withQuery } from "../api";
 import { formatTime } from "../format";
 import { Link, useRouter } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
-import type { Batch, JobStatus } from "../types";
+import { JOB_STATUSES, type Batch } from "../types";
 
-const STATUSES: JobStatus[] = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
 const PAGE_SIZE = 20;
 
 interface BatchList {
@@ -105,7 +104,7 @@ export function BatchesPage() {
 }
 
 function Counts({ counts }: { counts: Record<string, number> }) {
-  const nonZero = STATUSES.filter((status) => (counts[status] ?? 0) > 0);
+  const nonZero = JOB_STATUSES.filter((status) => (counts[status] ?? 0) > 0);
   if (nonZero.length === 0) return <span className="muted">-</span>;
   return <span>{nonZero.map((status) => `${counts[status]} ${status}`).join(", ")}</span>;
 }
@@ -137,7 +136,7 @@ export function BatchDetailPage({ batchId }: { batchId: string }) {
       {current ? (
         <>
           <ul className="count-grid" aria-label="Jobs per status">
-            {STATUSES.map((status) => (
+            {JOB_STATUSES.map((status) => (
               <li key={status} className="count-card">
                 <span className="count-value">{current.counts[status] ?? 0}</span>
                 <span className="count-label">{status}</span>

@@ -4,9 +4,8 @@ import { creditCount, formatTime, isTerminal } from "../format";
 import { MAX_LIVE_STREAMS, useJobEvents } from "../live";
 import { Link, useRouter } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
-import type { Job, JobType } from "../types";
+import { JOB_STATUSES, type Job, type JobType } from "../types";
 
-const STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
 const PAGE_SIZE = 20;
 const POLL_MS = 10_000;
 
@@ -104,7 +103,7 @@ export function JobsPage() {
           <label htmlFor="filter-status">Status</label>
           <select id="filter-status" name="status" defaultValue={filters.status}>
             <option value="">Any status</option>
-            {STATUSES.map((status) => (
+            {JOB_STATUSES.map((status) => (
               <option key={status} value={status}>
                 {status}
               </option>

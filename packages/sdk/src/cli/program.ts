@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { RenderbusClient } from "../client.js";
-import type { JobSpec, JobStatus } from "../types.js";
+import { JOB_STATUSES, type JobSpec, type JobStatus } from "../types.js";
 import { configPath, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.js";
 import { EXIT, ExitError, UsageError } from "./exit-codes.js";
 import { batchLines, batchesTable, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
@@ -15,7 +15,6 @@ interface GlobalOptions {
   json?: boolean;
 }
 
-const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"];
 const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"];
 
 /** The `renderbus` command tree. `main.ts` runs it and turns errors into exit codes. */

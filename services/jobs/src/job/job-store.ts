@@ -7,7 +7,7 @@ import { projectBatchTransition } from "../batch/batch-projection.js";
 import { decide } from "./decide.js";
 import { evolve, foldJob } from "./evolve.js";
 import { asJobEvents, jobOutboxMessages } from "./job-messages.js";
-import type { JobCommand, JobEvent, JobState } from "./job.js";
+import { ACTIVE_STATUSES, type JobCommand, type JobEvent, type JobState } from "./job.js";
 
 export type JobsTransaction = Transaction<JobsDatabase>;
 
@@ -189,7 +189,7 @@ export async function countActiveJobs(trx: JobsTransaction, orgId: string): Prom
     .selectFrom("job_views")
     .select(sql<number>`count(*)::int`.as("count"))
     .where("org_id", "=", orgId)
-    .where("status", "in", ["dispatched", "running"])
+    .where("status", "in", ACTIVE_STATUSES)
     .executeTakeFirst();
   return row?.count ?? 0;
 }
