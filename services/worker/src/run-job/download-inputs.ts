@@ -2,6 +2,7 @@ import path from "node:path";
 import { fetchInput } from "../fetch-input/fetch-input.js";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { inputError } from "../job-failure.js";
+import { MediaCapError } from "../media/media-caps.js";
 import { NotMediaError, probeMedia, type MediaProbe } from "../media/probe.js";
 
 function inputExtension(url: string): string {
@@ -38,6 +39,7 @@ export async function downloadInputs(options: {
       probes[name] = await probeMedia(destination);
     } catch (error) {
       if (error instanceof NotMediaError) throw inputError(`inputs.${name}: is not a media file that can be read`);
+      if (error instanceof MediaCapError) throw inputError(`inputs.${name}: ${error.message}`);
       throw error;
     }
   }
