@@ -1,5 +1,7 @@
-// Type-only and with an extension: the root type-check (node16 resolution) reaches this file through its unit test.
+// With extensions: the root type-check (node16 resolution) reaches this file through its unit test.
 import type { Invitation, Member, Role } from "./organization-types.js";
+// The servers' rule (a file with no imports, bundled as is).
+import { isManagerRole } from "../../../libs/rpc/src/auth-context.js";
 
 /**
  * Who may do what on the Members page. Better Auth enforces the same rules on the server; the page applies them
@@ -8,7 +10,7 @@ import type { Invitation, Member, Role } from "./organization-types.js";
 
 /** Only owners and admins manage members, API keys and webhooks. */
 export function canManage(role: string | null | undefined): boolean {
-  return role === "owner" || role === "admin";
+  return isManagerRole(role ?? undefined);
 }
 
 export function hasRole(member: Pick<Member, "role">, role: Role): boolean {

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { forbidden } from "@renderbus/errors";
+import { isManagerRole } from "@renderbus/rpc";
 import { defineRoute } from "../http/route.js";
 import { presentApiKey, presentOrg } from "../present/present.js";
-
-const manageRoles = new Set(["owner", "admin"]);
 
 export const accountRoutes = [
   defineRoute({
@@ -86,7 +85,7 @@ export const accountRoutes = [
     }),
     errors: ["VALIDATION_ERROR", "PLAN_LIMIT", "FORBIDDEN", "NOT_FOUND"],
     handler: async ({ params, body, auth }, deps) => {
-      if (!manageRoles.has(auth.role ?? "member")) throw forbidden("Only owners and admins can configure webhooks");
+      if (!isManagerRole(auth.role)) throw forbidden("Only owners and admins can configure webhooks");
       const org = await deps.auth.updateOrgWebhook(
         {
           orgId: params.orgId,
