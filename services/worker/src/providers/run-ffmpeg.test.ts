@@ -1,11 +1,13 @@
 import { execFile } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobCancelledError, JobFailure } from "../job-failure.js";
-import { runFfmpeg, summarizeFfmpegError } from "./run-ffmpeg.js";
+import { DEFAULT_MEDIA_CAPS } from "../media/media-caps.js";
+import { guardedFfmpegArgs, runFfmpeg, summarizeFfmpegError } from "./run-ffmpeg.js";
 
 let workDir: string;
 // A source looped forever in real time: only a kill ends it. (Generated inputs like lavfi are off the demuxer
@@ -21,6 +23,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(workDir, { recursive: true, force: true });
 });
+
+/** Pids of ffmpeg processes (inside the sandbox too: same host, other pid namespace) whose command line names `file`. */
+function ffmpegProcessesReading(file: string): string[] {
+  return readdirSync("/proc").filter((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    try {
+      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      return commandLine.startsWith("ffmpeg\0") && commandLine.includes(file);
+    } catch {
+      return false;
+    }
+  });
+}
 
 function isAlive(pid: number): boolean {
   try {
@@ -43,6 +58,8 @@ describe("runFfmpeg", () => {
     await expect(run).rejects.toBeInstanceOf(JobCancelledError);
     expect(Date.now() - cancelledAt).toBeLessThan(2000);
     expect(isAlive(pid)).toBe(false);
+    // The spawned process is the sandbox's wrapper; the ffmpeg inside it is gone as well.
+    expect(ffmpegProcessesReading(ENDLESS[4]!)).toEqual([]);
   });
 
   it("fails with PROVIDER_TIMEOUT when the plan's run time is exceeded", async () => {
@@ -56,6 +73,25 @@ describe("runFfmpeg", () => {
     expect(error).toMatchObject({ code: "PROVIDER_ERROR" });
     expect((error as Error).message).toContain("No such file or directory");
     expect((error as Error).message).not.toContain(workDir);
+  });
+});
+
+describe("guardedFfmpegArgs", () => {
+  it("puts the protocol and demuxer whitelists and the pixel cap before every input, and -fs before the output", () => {
+    const args = guardedFfmpegArgs(["-ss", "1", "-i", "/tmp/job/a.mp4", "-i", "/tmp/job/b.png", "-c:v", "libx264", "/tmp/job/out.mp4"], DEFAULT_MEDIA_CAPS);
+    const joined = args.join(" ");
+    expect(joined).toMatch(/-ss 1 -protocol_whitelist file,pipe -format_whitelist \S+ -max_pixels 58982400 -i \/tmp\/job\/a\.mp4 -protocol_whitelist/);
+    expect(args.filter((arg) => arg === "-format_whitelist")).toHaveLength(2);
+    const demuxers = args[args.indexOf("-format_whitelist") + 1]!.split(",");
+    expect(demuxers).toEqual(expect.arrayContaining(["mov", "matroska", "h264", "srt", "webvtt", "png_pipe"]));
+    for (const opener of ["hls", "concat", "dash", "lavfi", "tee", "data"]) expect(demuxers).not.toContain(opener);
+    expect(args.slice(-3)).toEqual(["-fs", String(2 * 1024 ** 3), "/tmp/job/out.mp4"]);
+  });
+
+  it("refuses an input path with pattern characters, which image2 would expand", () => {
+    for (const input of ["/tmp/job/img%03d.png", "/tmp/job/*.png", "/tmp/job/a b.mp4"]) {
+      expect(() => guardedFfmpegArgs(["-i", input, "/tmp/job/out.mp4"], DEFAULT_MEDIA_CAPS)).toThrow(JobFailure);
+    }
   });
 });
 
