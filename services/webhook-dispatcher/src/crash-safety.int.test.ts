@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import type { DispatcherService } from "./service.js";
-import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "./test-support/harness.js";
+import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "./testing/dispatcher-harness.js";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const EVENTS = 1000;

@@ -6,7 +6,7 @@ import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import type { DispatcherService } from "../service.js";
-import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../test-support/harness.js";
+import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../testing/dispatcher-harness.js";
 import { announceWaitingDeliveries } from "./announcements.js";
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;

@@ -12,7 +12,7 @@ import {
   startTestDispatcher,
   testConfig,
   webhooksClient,
-} from "../test-support/harness.js";
+} from "../testing/dispatcher-harness.js";
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;

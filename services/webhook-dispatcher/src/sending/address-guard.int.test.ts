@@ -4,7 +4,7 @@ import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { configSchema } from "../config.js";
 import type { DispatcherService } from "../service.js";
-import { startFakeAuth, startReceiver, startTestDispatcher, webhooksClient } from "../test-support/harness.js";
+import { startFakeAuth, startReceiver, startTestDispatcher, webhooksClient } from "../testing/dispatcher-harness.js";
 
 /**
  * The guard is on unless ALLOW_PRIVATE_ADDRESSES=true, whatever the MODE: a development-mode dispatcher configured

@@ -16,7 +16,7 @@ import {
   startTestDispatcher,
   testConfig,
   webhooksClient,
-} from "../test-support/harness.js";
+} from "../testing/dispatcher-harness.js";
 import type { DispatcherService } from "../service.js";
 import type { DispatcherConfig } from "../config.js";
 import { DISPATCHER_DURABLE } from "../ingest/job-events.consumer.js";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { newId } from "@renderbus/ids";
-import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../test-support/harness.js";
+import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../testing/dispatcher-harness.js";
 import type { DispatcherService } from "../service.js";
 import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "./hostile-receivers.fixture.js";
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import type { DispatcherService } from "../service.js";
-import { connectPublisher, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../test-support/harness.js";
+import { connectPublisher, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../testing/dispatcher-harness.js";
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;
