@@ -1,17 +1,19 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { auth, jobEvents, jobs } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
-import { isJobTypeName, JOB_TYPES, priceOf, type JobTypeName } from "@renderbus/job-types";
+import { isJobTypeName, JOB_TYPES, type JobTypeName } from "@renderbus/job-types";
 import type { PromiseClient } from "@renderbus/rpc";
 import { signOutputUrl, type OutputStore } from "@renderbus/storage";
 import type { Logger } from "@renderbus/telemetry";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
-import { JobCancelledError, JobFailure, providerError } from "../job-failure.js";
+import { JobCancelledError, JobFailure, inputError, providerError } from "../job-failure.js";
+import { countVideoDurationMs } from "../media/count-duration.js";
 import { downloadInputs } from "./download-inputs.js";
 import { estimateOutput } from "./estimate-output.js";
 import { measureOutput } from "./output-metadata.js";
+import { chargeFor, minimumReservation, reservationFor, reserveJobCredits } from "./reserve-credits.js";
 import { runProvider } from "./run-provider.js";
 
 /** What processing a dispatch needs from the outside world. */
@@ -45,9 +47,11 @@ async function reportFailure(deps: JobRunnerDeps, jobId: string, failure: JobFai
 }
 
 /**
- * Runs one job end to end: download and probe the inputs, reserve the estimated credits, tell the jobs service the
- * job started, run the provider, store the output, and report completion with the actual cost, or the failure.
- * Reports are idempotent, so running a redelivered message again after a crash is safe.
+ * Runs one job end to end: reserve the job type's minimum price, download and probe the inputs, raise the reservation
+ * to cover the output the job can produce, tell the jobs service the job started, run the provider (stopped at the
+ * output length the reservation covers), and report completion with the price of the output produced, which the
+ * reservation always covers, or the failure. Reports and reservations are idempotent, so running a redelivered
+ * message again after a crash is safe.
  * @throws for transient trouble (a dependency unreachable): the caller naks and the message is retried.
  */
 export async function processDispatch(
@@ -66,6 +70,9 @@ export async function processDispatch(
   };
   const workDir = await mkdtemp(path.join(tmpdir(), "renderbus-job-"));
   try {
+    // Before any byte is downloaded: an org that cannot pay for the least the job costs gets no bandwidth or disk.
+    const minimum = minimumReservation(type);
+    await reserveJobCredits(deps.billing, { orgId, jobId, credits: minimum.credits, breakdown: minimum.breakdown });
     const inputUrls = Object.fromEntries(
       Object.entries(dispatch.inputs ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[1] !== ""),
     );
@@ -79,22 +86,23 @@ export async function processDispatch(
     });
     if (signal.aborted) throw new JobCancelledError();
 
-    const estimate = priceOf(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes));
-    try {
-      await deps.billing.reserveCredits({ orgId, jobId, credits: estimate.credits });
-    } catch (error) {
-      if (error instanceof AppError && error.code === "INSUFFICIENT_CREDITS") {
-        throw new JobFailure("INSUFFICIENT_CREDITS", `The job needs about ${estimate.credits} credits (${estimate.breakdown}); the balance is too low`);
-      }
-      throw error;
+    const outputKind = JOB_TYPES[type].output;
+    let sourceDurationMs = probes.source?.durationMs ?? null;
+    if ((outputKind === "video" || outputKind === "audio") && probes.source && sourceDurationMs === null) {
+      // No stated duration (a raw H.264 stream): count the packets rather than price the job at nothing.
+      sourceDurationMs = await countVideoDurationMs(inputs.source!, { timeoutMs: limits.maxRunSeconds * 1000 });
+      if (sourceDurationMs === null) throw inputError("inputs.source: states no duration and its length could not be measured");
+      log.info({ sourceDurationMs }, "source length measured by counting packets");
     }
+    const reservation = reservationFor(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes, sourceDurationMs));
+    await reserveJobCredits(deps.billing, { orgId, jobId, credits: reservation.credits, breakdown: reservation.breakdown });
     try {
       await deps.jobs.startJob({ jobId, workerId: deps.workerId });
     } catch (error) {
       if (error instanceof AppError && error.code === "CONFLICT") throw new JobCancelledError();
       throw error;
     }
-    log.info({ estimate: estimate.credits }, "job started");
+    log.info({ reserved: reservation.credits, coveredMs: reservation.coveredMs }, "job started");
 
     const output = await runProvider(type, {
       params: dispatch.params ?? {},
@@ -104,13 +112,22 @@ export async function processDispatch(
       timeoutMs: limits.maxRunSeconds * 1000,
       signal,
       onSpawn: hooks.onSpawn,
+      maxOutputMs: reservation.coveredMs,
     });
-    const outputKey = `${orgId}/${jobId}/output.${output.extension}`;
-    const { size } = await deps.outputs.put(outputKey, output.path, output.contentType);
-    const metadata = await measureOutput(type, output, size).catch(() => {
+    // Measured before it is stored: an output the reservation cannot be raised to cover is never published.
+    const metadata = await stat(output.path).then((file) => measureOutput(type, output, file.size)).catch(() => {
       throw providerError("the provider produced an unreadable output");
     });
-    const cost = priceOf({ output: JOB_TYPES[type].output, durationMs: metadata.durationMs, height: metadata.height });
+    const cost = chargeFor({ output: outputKind, durationMs: metadata.durationMs, height: metadata.height }, reservation);
+    if (cost.credits > reservation.credits) {
+      // The output is no longer than the reservation covers (-t), but its height can price it at a higher rate than
+      // the probe did (or its last frame end a hair past the cap): the reservation is raised to the price before the
+      // job completes, or the job fails, so completion never reports a cost the reservation does not cover.
+      log.warn({ reserved: reservation.credits, credits: cost.credits, breakdown: cost.breakdown }, "output priced above its reservation; raising it");
+      await reserveJobCredits(deps.billing, { orgId, jobId, credits: cost.credits, breakdown: cost.breakdown });
+    }
+    const outputKey = `${orgId}/${jobId}/output.${output.extension}`;
+    const { size } = await deps.outputs.put(outputKey, output.path, output.contentType);
     const url = signOutputUrl({ publicUrl: deps.publicUrl, key: outputKey, expiresAt: Date.now() + deps.outputRetentionMs, secret: deps.outputSigningSecret });
     try {
       await deps.jobs.completeJob({
