@@ -32,7 +32,7 @@ export async function authenticate(request: FastifyRequest, reply: FastifyReply,
 function guardCookieRequest(request: FastifyRequest, reply: FastifyReply, config: GatewayDeps["config"]): void {
   const session = cookieValueOf(request.headers.cookie, "rb_session") ?? "";
   const token = csrfTokenFor(config.OUTPUT_SIGNING_SECRET, session);
-  if (cookieValueOf(request.headers.cookie, CSRF_COOKIE) !== token) {
+  if (!csrfTokenMatches(token, cookieValueOf(request.headers.cookie, CSRF_COOKIE))) {
     reply.header("set-cookie", csrfCookie(token, new URL(config.PUBLIC_URL).protocol === "https:"));
   }
   if (SAFE_METHODS.has(request.method)) return;

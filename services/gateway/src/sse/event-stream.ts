@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomUUID, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, serviceUnavailable, unauthorized } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
@@ -88,7 +88,7 @@ export class EventStream {
   /** True when a revocation event names the API key this stream was opened with. */
   usesApiKey({ apiKeyId, keyHash }: { apiKeyId?: string; keyHash?: string }): boolean {
     if (!this.auth || this.auth.credential !== "api_key") return false;
-    return (apiKeyId !== undefined && this.auth.apiKeyId === apiKeyId) || (keyHash !== undefined && this.keyHash === keyHash);
+    return (apiKeyId !== undefined && this.auth.apiKeyId === apiKeyId) || (keyHash !== undefined && this.keyHash !== undefined && sameHash(this.keyHash, keyHash));
   }
 
   /**
@@ -288,4 +288,11 @@ export async function serveEventStream<Prepared>(streams: OpenStreams, request: 
       reply.raw.destroy();
     }
   }
+}
+
+/** Key hashes are compared in constant time, like every secret-derived value (e2e/reliability/timing-safe.test.ts). */
+function sameHash(mine: string, theirs: string): boolean {
+  const a = Buffer.from(mine);
+  const b = Buffer.from(theirs);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
