@@ -75,6 +75,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       MODE: "test",
       LOG_LEVEL: "error",
       GATEWAY_PORT: "0",
+      GATEWAY_METRICS_PORT: "0",
       PUBLIC_URL,
       NATS_URL: infra().natsUrl,
       REDIS_URL: infra().redisUrl,
