@@ -1,4 +1,4 @@
-import { createReadStream } from "node:fs";
+import { createReadStream, existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -217,6 +217,27 @@ describe("charging the output produced", () => {
     expect(produced.price.credits).toBe(1);
     expect(ledger).toEqual({ reserved: 1, captured: 1, released: 0 });
     expect(await balanceOf(orgId)).toEqual({ available: 0, reserved: 0 });
+  });
+
+  it("raises the reservation when the output's last frame prices it a unit higher, and fails instead of under-charging when it cannot", async () => {
+    // At 1.05 fps the last frame before the 10 s cap starts at 9.52 s and ends at 10.48 s: 2 units, 1 reserved.
+    const params = { preset: "ultrafast", crf: 35, fps: 1.05 };
+    const richOrg = await orgWithBalance(10);
+    const rich = await run(richOrg, "transcode", "forged.mkv", params);
+    const produced = await priceOfStoredOutput(completed.get(rich.jobId)!, "video");
+    expect(produced.price.credits).toBe(2);
+    expect(completed.get(rich.jobId)?.cost).toEqual(produced.price);
+    expect(rich.ledger).toEqual({ reserved: 2, captured: 2, released: 0 });
+    expect(await balanceOf(richOrg)).toEqual({ available: 8, reserved: 0 });
+
+    const poorOrg = await orgWithBalance(1);
+    const poor = await run(poorOrg, "transcode", "forged.mkv", params);
+    expect(poor.outcome).toBe("failed");
+    expect(failed.get(poor.jobId)?.error?.code).toBe("INSUFFICIENT_CREDITS");
+    expect(completed.has(poor.jobId)).toBe(false);
+    expect(existsSync(path.join(outputDir, poorOrg)), "an output nobody paid for is never stored").toBe(false);
+    expect(poor.ledger).toEqual({ reserved: 1, captured: 0, released: 1 });
+    expect(await balanceOf(poorOrg)).toEqual({ available: 1, reserved: 0 });
   });
 
   it("downloads nothing for an org that cannot pay the job type's minimum", async () => {
