@@ -12,7 +12,8 @@ export const JOB_CHARGE_SUBJECTS = ["jobs.events.job.completed", "jobs.events.jo
 
 /**
  * Settles credits when jobs end: completion captures the job's actual `cost.credits` (the price of the output
- * produced, which the job's reservation covers), failure and cancellation release the reservation. Settling is idempotent per job, so redeliveries are harmless.
+ * produced, which the job's reservation covers), failure and cancellation release the reservation. Settling is
+ * idempotent per job, so redeliveries are harmless.
  */
 export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger?: Logger): Promise<ConsumerHandle> {
   return bus.consume<unknown>({
