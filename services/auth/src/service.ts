@@ -5,7 +5,7 @@ import { createRpcServer, serviceIdentity } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthConfig } from "./config.js";
 import { AUTH_SCHEMA } from "./database.js";
-import { openAuthStore } from "./store.js";
+import { openAuthResources } from "./open-auth-resources.js";
 import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
 import { startCreditRenewals } from "./billing/monthly-credits.js";
@@ -27,7 +27,7 @@ export interface AuthService {
  */
 export async function startAuthService(config: AuthConfig, { logger }: { logger: Logger }): Promise<AuthService> {
   const identity = serviceIdentity("auth", config);
-  const store = await openAuthStore(config);
+  const store = await openAuthResources(config);
   const betterAuth = createBetterAuth(config, store, logger);
 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });

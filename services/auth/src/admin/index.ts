@@ -4,7 +4,8 @@ import { newId } from "@renderbus/ids";
 import { planOf, type PlanName } from "@renderbus/plans";
 import type { AuthConfig } from "../config.js";
 import type { AuthTables } from "../database.js";
-import { openAuthStore, type AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
+import { openAuthResources } from "../open-auth-resources.js";
 import { createApiKey } from "../api-keys/api-keys.service.js";
 import { grantCredits, type BalanceView } from "../billing/credit-ledger.js";
 import { createOrg, setOrgPlan, setWebhookTarget } from "../orgs/orgs.service.js";
@@ -17,13 +18,13 @@ import { createBetterAuth, type RenderbusAuth } from "../sessions/better-auth.js
  */
 
 /** The `auth` schema with every migration applied (own tables and Better Auth's), and Better Auth over it. */
-export interface AdminStore extends AuthStore {
+export interface AdminStore extends AuthResources {
   betterAuth: RenderbusAuth;
 }
 
 /** Opens the `auth` schema with every migration applied, for operator actions. */
 export async function openAdminStore(config: AuthConfig): Promise<AdminStore> {
-  const store = await openAuthStore(config, "auth-admin");
+  const store = await openAuthResources(config, "auth-admin");
   const betterAuth = createBetterAuth(config, store);
   // Plugins initialise in the background (the OAuth provider seeds its resources); a short-lived CLI must not close
   // the pool under them.
@@ -56,18 +57,18 @@ export async function createOrgWithKey(store: AdminStore, { name, plan, keyName 
 }
 
 /** Changes an org's plan (announced on `auth.events.org.updated`). */
-export async function setPlan(store: AuthStore, orgId: string, plan: PlanName): Promise<AuthTables["orgs"]> {
+export async function setPlan(store: AuthResources, orgId: string, plan: PlanName): Promise<AuthTables["orgs"]> {
   return setOrgPlan(store, orgId, plan);
 }
 
 /** Grants credits to an org (a `grant` ledger entry). */
-export async function grantOrgCredits(store: AuthStore, orgId: string, credits: number): Promise<BalanceView> {
+export async function grantOrgCredits(store: AuthResources, orgId: string, credits: number): Promise<BalanceView> {
   if (!Number.isInteger(credits) || credits <= 0) throw validationError("amount must be a positive integer");
   return store.db.transaction().execute((trx) => grantCredits(trx, orgId, credits, "granted by an operator"));
 }
 
 /** Creates a key for an org, on behalf of its oldest owner. */
-export async function createKeyForOrg(store: AuthStore, orgId: string, name: string): Promise<{ apiKeyId: string; apiKey: string }> {
+export async function createKeyForOrg(store: AuthResources, orgId: string, name: string): Promise<{ apiKeyId: string; apiKey: string }> {
   const owner = await store.db
     .selectFrom("member")
     .select("userId")
@@ -81,7 +82,7 @@ export async function createKeyForOrg(store: AuthStore, orgId: string, name: str
 }
 
 /** Sets an org's webhook URL and secret, with the same rules as the API (plan, HTTPS in production). */
-export async function setOrgWebhook(store: AuthStore, orgId: string, url: string, secret: string): Promise<void> {
+export async function setOrgWebhook(store: AuthResources, orgId: string, url: string, secret: string): Promise<void> {
   const org = await store.db.selectFrom("orgs").select("plan").where("id", "=", orgId).executeTakeFirst();
   if (!org) throw notFound("Organization");
   const problem = checkWebhookChange({ plan: planOf(org.plan, store.plans), mode: store.mode, webhookUrl: url, webhookSecret: secret });

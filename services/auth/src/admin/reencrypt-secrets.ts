@@ -1,4 +1,4 @@
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 
 /** What `secrets:reencrypt` did. */
 export interface ReencryptOutcome {
@@ -18,7 +18,7 @@ export interface ReencryptOutcome {
  * org), so the older keys can be removed afterwards. Each row is rewritten only if it still holds the value read, so a
  * secret set meanwhile is never overwritten; the plaintext does not change, so nothing needs announcing.
  */
-export async function reencryptSecrets(store: AuthStore): Promise<ReencryptOutcome> {
+export async function reencryptSecrets(store: AuthResources): Promise<ReencryptOutcome> {
   const { secretBox } = store;
   const outcome: ReencryptOutcome = { kid: secretBox.currentKid, reencrypted: 0, alreadyCurrent: 0, changedMeanwhile: 0, unreadable: [] };
   const rows = await store.db.selectFrom("orgs").select(["id", "webhook_secret_encrypted"]).where("webhook_secret_encrypted", "is not", null).orderBy("id").execute();

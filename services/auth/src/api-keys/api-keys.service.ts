@@ -3,7 +3,7 @@ import { newId } from "@renderbus/ids";
 import type { auth } from "@renderbus/contracts";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { enqueueApiKeyRevoked, enqueueOrgUpdated } from "../events/auth-events.js";
 import { effectiveRole } from "../orgs/orgs.service.js";
 import { generateApiKey, hashApiKey, isWellFormedApiKey, keyStart, validKeyName } from "./api-key.js";
@@ -23,7 +23,7 @@ export function apiKeyView(row: ApiKeyRow): auth.ApiKey {
 }
 
 /** Creates an org-scoped key; the full key is in the result and nowhere else, ever. */
-export async function createApiKey(store: AuthStore, orgId: string, createdBy: string, name: string): Promise<auth.CreateApiKeyResponse> {
+export async function createApiKey(store: AuthResources, orgId: string, createdBy: string, name: string): Promise<auth.CreateApiKeyResponse> {
   const validName = validKeyName(name);
   if (validName === undefined) throw validationError("name must be 1-100 characters");
   const key = generateApiKey();
@@ -43,7 +43,7 @@ export async function createApiKey(store: AuthStore, orgId: string, createdBy: s
 }
 
 /** The org's keys, newest first, revoked ones included (with `revokedAt`). */
-export async function listApiKeys(store: AuthStore, orgId: string): Promise<auth.ApiKey[]> {
+export async function listApiKeys(store: AuthResources, orgId: string): Promise<auth.ApiKey[]> {
   const rows = await store.db.selectFrom("api_keys").selectAll().where("org_id", "=", orgId).orderBy("id", "desc").execute();
   return rows.map(apiKeyView);
 }
@@ -52,7 +52,7 @@ export async function listApiKeys(store: AuthStore, orgId: string): Promise<auth
  * Revokes a key of the org and announces it (`auth.events.api_key.revoked`, through the outbox) so every gateway
  * drops it from its cache. Revoking a revoked key returns it unchanged. A key of another org is NOT_FOUND.
  */
-export async function revokeApiKey(store: AuthStore, orgId: string, keyId: string): Promise<auth.ApiKey> {
+export async function revokeApiKey(store: AuthResources, orgId: string, keyId: string): Promise<auth.ApiKey> {
   return store.db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom("api_keys").selectAll().where("id", "=", keyId).where("org_id", "=", orgId).forUpdate().executeTakeFirst();
     if (!row) throw notFound("API key");
@@ -69,7 +69,7 @@ export class LastUsedRecorder {
   private readonly written = new Map<string, number>();
 
   constructor(
-    private readonly store: AuthStore,
+    private readonly store: AuthResources,
     private readonly logger?: Logger,
     private readonly intervalMs = 60_000,
   ) {}
@@ -95,7 +95,7 @@ export class LastUsedRecorder {
  * member from then on, and a creator who is no longer a member of the org (removed, or left) makes the key refused.
  * @throws AppError UNAUTHORIZED when the key is malformed, unknown or revoked, or its creator is not a member.
  */
-export async function resolveApiKey(store: AuthStore, key: string, lastUsed?: LastUsedRecorder): Promise<auth.AuthContext> {
+export async function resolveApiKey(store: AuthResources, key: string, lastUsed?: LastUsedRecorder): Promise<auth.AuthContext> {
   if (!isWellFormedApiKey(key)) throw unauthorized();
   const row = await store.db
     .selectFrom("api_keys")
@@ -114,7 +114,7 @@ export async function resolveApiKey(store: AuthStore, key: string, lastUsed?: La
  * refuse them at once; run when the member is removed or leaves. Resolution already refuses a non-member's keys,
  * this makes it visible in the key list and survives the person being invited back. Returns how many were revoked.
  */
-export async function revokeKeysOfMember(store: AuthStore, orgId: string, userId: string): Promise<number> {
+export async function revokeKeysOfMember(store: AuthResources, orgId: string, userId: string): Promise<number> {
   return store.db.transaction().execute(async (trx) => {
     const revokedAt = Date.now();
     const rows = await trx
@@ -134,7 +134,7 @@ export async function revokeKeysOfMember(store: AuthStore, orgId: string, userId
  * Announces that a member's role in `orgId` changed (`auth.events.org.updated`, through the outbox), so gateways
  * drop the org's cached key resolutions and the creator's keys act with the new role at once.
  */
-export async function announceMembershipChanged(store: AuthStore, orgId: string): Promise<void> {
+export async function announceMembershipChanged(store: AuthResources, orgId: string): Promise<void> {
   await store.db.transaction().execute(async (trx) => {
     const org = await trx.selectFrom("orgs").select("plan").where("id", "=", orgId).executeTakeFirst();
     if (org) await enqueueOrgUpdated(trx, { orgId, plan: org.plan, occurredAt: Date.now() });

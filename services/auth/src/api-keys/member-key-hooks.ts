@@ -1,5 +1,5 @@
 import { createAuthMiddleware } from "better-auth/api";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { announceMembershipChanged, revokeKeysOfMember } from "./api-keys.service.js";
 
 /**
@@ -7,7 +7,7 @@ import { announceMembershipChanged, revokeKeysOfMember } from "./api-keys.servic
  * every gateway refuses them), and a role change makes gateways drop the org's cached keys so they act with the
  * creator's new role. Key resolution checks membership and role itself; these close the gateway cache's window.
  */
-export function memberKeyHooks(store: AuthStore) {
+export function memberKeyHooks(store: AuthResources) {
   return {
     afterRemoveMember: async ({ member, organization }: { member: { userId: string }; organization: { id: string } }) => {
       await revokeKeysOfMember(store, organization.id, member.userId);
@@ -22,7 +22,7 @@ export function memberKeyHooks(store: AuthStore) {
  * Better Auth after-hook for `/organization/leave`, which runs no organization hook: a member who leaves has their
  * keys revoked like a removed one.
  */
-export function revokeKeysOfLeavingMember(store: AuthStore) {
+export function revokeKeysOfLeavingMember(store: AuthResources) {
   return createAuthMiddleware(async (ctx) => {
     if (ctx.path !== "/organization/leave") return;
     const left = ctx.context.returned as { userId?: unknown; organizationId?: unknown } | undefined;

@@ -1,7 +1,7 @@
 import { Bus, STREAMS, type ConsumerHandle } from "@renderbus/bus";
 import { jobEvents } from "@renderbus/contracts";
 import type { Logger } from "@renderbus/telemetry";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { settleJob } from "./credit-ledger.js";
 
 /** Durable consumer name: auth replicas share it, so each job event is settled by one of them. */
@@ -15,7 +15,7 @@ export const JOB_CHARGE_SUBJECTS = ["jobs.events.job.completed", "jobs.events.jo
  * produced, which the job's reservation covers), failure and cancellation release the reservation. Settling is
  * idempotent per job, so redeliveries are harmless.
  */
-export async function startJobChargesConsumer(bus: Bus, store: AuthStore, logger?: Logger): Promise<ConsumerHandle> {
+export async function startJobChargesConsumer(bus: Bus, store: AuthResources, logger?: Logger): Promise<ConsumerHandle> {
   return bus.consume<unknown>({
     stream: STREAMS.jobEvents,
     durable: BILLING_CONSUMER,

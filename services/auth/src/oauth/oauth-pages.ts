@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthConfig } from "../config.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { membershipOf } from "../orgs/orgs.service.js";
 import { AUTH_BASE_PATH, type RenderbusAuth } from "../sessions/better-auth.js";
 import { OAUTH_CONSENT_PATH, OAUTH_SIGN_IN_PATH } from "./oauth-provider.js";
@@ -23,7 +23,7 @@ const SCOPE_TEXT: Record<string, string> = {
 export async function handleOAuthPage(
   request: IncomingMessage,
   response: ServerResponse,
-  deps: { betterAuth: RenderbusAuth; store: AuthStore; config: AuthConfig },
+  deps: { betterAuth: RenderbusAuth; store: AuthResources; config: AuthConfig },
 ): Promise<boolean> {
   const url = new URL(request.url ?? "/", deps.config.PUBLIC_URL);
   if (url.pathname !== OAUTH_SIGN_IN_PATH && url.pathname !== OAUTH_CONSENT_PATH) return false;
@@ -62,7 +62,7 @@ async function submitSignIn(request: IncomingMessage, response: ServerResponse, 
   response.writeHead(303, { location, "set-cookie": result.cookies, "cache-control": "no-store" }).end();
 }
 
-async function showConsent(request: IncomingMessage, response: ServerResponse, url: URL, deps: { betterAuth: RenderbusAuth; store: AuthStore; config: AuthConfig }) {
+async function showConsent(request: IncomingMessage, response: ServerResponse, url: URL, deps: { betterAuth: RenderbusAuth; store: AuthResources; config: AuthConfig }) {
   const session = await deps.betterAuth.api.getSession({ headers: new Headers({ cookie: request.headers.cookie ?? "" }) }).catch(() => null);
   if (!session) {
     response.writeHead(303, { location: `${OAUTH_SIGN_IN_PATH}${url.search}` }).end();

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { oauthProvider } from "@better-auth/oauth-provider";
 import { createAuthMiddleware } from "better-auth/api";
 import type { AuthConfig } from "../config.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { membershipOf } from "../orgs/orgs.service.js";
 
 /** The server-rendered sign-in page of the OAuth flow (served by the auth service, reached through the gateway). */
@@ -28,7 +28,7 @@ export const tokenHashOf = (token: string): string => createHash("sha256").updat
  * authorization code grant with refresh tokens, opaque access tokens bound to the `/mcp` resource, and the org the
  * user approved the agent for (the consent's reference id, copied onto every token).
  */
-export function renderbusOAuthProvider(config: AuthConfig, store: AuthStore) {
+export function renderbusOAuthProvider(config: AuthConfig, store: AuthResources) {
   const resource = mcpResourceOf(config.PUBLIC_URL);
   return oauthProvider({
     loginPage: OAUTH_SIGN_IN_PATH,

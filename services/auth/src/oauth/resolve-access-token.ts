@@ -1,6 +1,6 @@
 import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { tokenHashOf } from "./oauth-provider.js";
 import { membershipIn } from "../orgs/orgs.service.js";
 
@@ -24,7 +24,7 @@ interface AccessTokenRow {
  * off), and the user is still a member of the org.
  * @throws AppError UNAUTHORIZED for anything else.
  */
-export async function resolveAccessToken(store: AuthStore, token: string, resource: string): Promise<auth.AuthContext> {
+export async function resolveAccessToken(store: AuthResources, token: string, resource: string): Promise<auth.AuthContext> {
   if (!ACCESS_TOKEN_PATTERN.test(token) || !resource) throw unauthorized();
   const { rows } = await store.pool.query<AccessTokenRow>(
     `select t."userId", t."referenceId", t."sessionId", t."resources", t."expiresAt", t."revoked", s."expiresAt" as "sessionExpiresAt"

@@ -9,7 +9,7 @@ import { authConfigSchema, secretsKeyOf } from "../config.js";
 import { createSecretBox } from "../crypto/secret-box.js";
 import { AUTH_SCHEMA, type AuthTables } from "../database.js";
 import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { membershipOf, orgView } from "./orgs.service.js";
 
 /**
@@ -18,7 +18,7 @@ import { membershipOf, orgView } from "./orgs.service.js";
  */
 describe("migration 2026-11-24-001: organizations on Better Auth", () => {
   let database: Database<AuthTables>;
-  let store: AuthStore;
+  let store: AuthResources;
   beforeAll(async () => {
     const config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("orgmigration"), NATS_URL: testInfra().natsUrl });
     database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA });

@@ -6,7 +6,7 @@ import { planOf, type PlanName } from "@renderbus/plans";
 import type { auth } from "@renderbus/contracts";
 import { isManagerRole, type AuthContext } from "@renderbus/rpc";
 import type { AuthTables, Role } from "../database.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { balanceOf, openBalance } from "../billing/credit-ledger.js";
 import { nextCreditRenewal, topUpForMonth } from "../billing/monthly-credits.js";
 import { enqueueOrgUpdated } from "../events/auth-events.js";
@@ -46,7 +46,7 @@ export async function createOrg(organizations: OrganizationApi, { name, plan, ow
 }
 
 /** What `afterCreateOrganization` does: our side of a new org, on the plan of `createOrg` or `free`. */
-export const afterOrganizationCreated = (store: AuthStore) => async ({ organization }: { organization: { id: string } }) => {
+export const afterOrganizationCreated = (store: AuthResources) => async ({ organization }: { organization: { id: string } }) => {
   await ensureOrgSettings(store, organization.id, planOfOrgBeingCreated.getStore() ?? "free");
 };
 
@@ -55,7 +55,7 @@ export const afterOrganizationCreated = (store: AuthStore) => async ({ organizat
  * once: a second call for the same org changes nothing. Organization and settings are written by two systems, so a
  * crash between them is healed by calling this again (membership resolution does, see `membershipOf`).
  */
-export async function ensureOrgSettings(store: AuthStore, orgId: string, plan: PlanName): Promise<void> {
+export async function ensureOrgSettings(store: AuthResources, orgId: string, plan: PlanName): Promise<void> {
   const now = Date.now();
   await store.db.transaction().execute(async (trx) => {
     const inserted = await trx
@@ -86,7 +86,7 @@ export function uniqueSlugOf(name: string): string {
  * upgrade does not wait for the next month; a downgrade takes nothing away), and announces the change
  * (`auth.events.org.updated`) so gateways drop cached contexts.
  */
-export async function setOrgPlan(store: AuthStore, orgId: string, plan: PlanName): Promise<OrgRow> {
+export async function setOrgPlan(store: AuthResources, orgId: string, plan: PlanName): Promise<OrgRow> {
   return store.db.transaction().execute(async (trx) => {
     const now = Date.now();
     const org = await trx.updateTable("orgs").set({ plan, updated_at: now }).where("id", "=", orgId).returningAll().executeTakeFirst();
@@ -98,7 +98,7 @@ export async function setOrgPlan(store: AuthStore, orgId: string, plan: PlanName
 }
 
 /** The org as the API shows it: the webhook secret only as `webhookSecretSet`. */
-export async function orgView(store: AuthStore, orgId: string): Promise<auth.Org> {
+export async function orgView(store: AuthResources, orgId: string): Promise<auth.Org> {
   const org = await store.db
     .selectFrom("orgs")
     .innerJoin("organization", "organization.id", "orgs.id")
@@ -119,7 +119,7 @@ export async function orgView(store: AuthStore, orgId: string): Promise<auth.Org
 }
 
 /** The caller's role in its org: from the auth context when the gateway sent it, else from membership. */
-export async function roleOf(store: AuthStore, context: AuthContext): Promise<Role | undefined> {
+export async function roleOf(store: AuthResources, context: AuthContext): Promise<Role | undefined> {
   if (context.role === "owner" || context.role === "admin" || context.role === "member") return context.role;
   const member = await store.db
     .selectFrom("member")
@@ -139,7 +139,7 @@ export function effectiveRole(roles: string): Role {
 }
 
 /** @throws AppError FORBIDDEN unless the caller is an owner or admin of its org (keys and webhooks). */
-export async function requireManager(store: AuthStore, context: AuthContext): Promise<void> {
+export async function requireManager(store: AuthResources, context: AuthContext): Promise<void> {
   if (!isManagerRole(await roleOf(store, context))) throw forbidden("Only owners and admins of the organization may do this");
 }
 
@@ -147,7 +147,7 @@ export async function requireManager(store: AuthStore, context: AuthContext): Pr
  * Sets or clears an org's webhook target. Another org's id is NOT_FOUND (never revealing it exists); only owners
  * and admins may; the plan must include webhooks. The secret is stored sealed and never returned.
  */
-export async function updateOrgWebhook(store: AuthStore, context: AuthContext, request: auth.UpdateOrgWebhookRequest): Promise<auth.Org> {
+export async function updateOrgWebhook(store: AuthResources, context: AuthContext, request: auth.UpdateOrgWebhookRequest): Promise<auth.Org> {
   if (request.orgId !== context.orgId) throw notFound("Organization");
   await requireManager(store, context);
   const org = await store.db.selectFrom("orgs").select(["plan", "webhook_secret_encrypted"]).where("id", "=", context.orgId).executeTakeFirst();
@@ -168,7 +168,7 @@ export async function updateOrgWebhook(store: AuthStore, context: AuthContext, r
  * Writes the webhook target without the caller checks (the operator CLI uses it directly). An empty URL clears both
  * URL and secret; undefined leaves a field unchanged.
  */
-export async function setWebhookTarget(store: AuthStore, orgId: string, webhookUrl: string | undefined, webhookSecret: string | undefined): Promise<void> {
+export async function setWebhookTarget(store: AuthResources, orgId: string, webhookUrl: string | undefined, webhookSecret: string | undefined): Promise<void> {
   const clear = webhookUrl === "";
   await store.db.transaction().execute(async (trx) => {
     const org = await trx
@@ -191,7 +191,7 @@ export async function setWebhookTarget(store: AuthStore, orgId: string, webhookU
  * Internal: the org's webhook target with the secret decrypted, for the dispatcher to sign with. The URL and secret
  * are left out when the org's plan does not include webhooks (e.g. after a downgrade).
  */
-export async function webhookTarget(store: AuthStore, orgId: string): Promise<auth.WebhookTarget> {
+export async function webhookTarget(store: AuthResources, orgId: string): Promise<auth.WebhookTarget> {
   const org = await store.db.selectFrom("orgs").select(["plan", "webhook_url", "webhook_secret_encrypted"]).where("id", "=", orgId).executeTakeFirst();
   if (!org) throw notFound("Organization");
   if (!planOf(org.plan, store.plans).webhooks || !org.webhook_url) return { orgId, plan: org.plan };
@@ -214,7 +214,7 @@ export interface Membership {
  * it, else the oldest membership (the personal org made at sign-up). An org whose settings row is missing (a crash
  * between Better Auth's write and ours) gets it now, on the free plan.
  */
-export async function membershipOf(store: AuthStore, userId: string, preferredOrgId?: string | null): Promise<Membership | undefined> {
+export async function membershipOf(store: AuthResources, userId: string, preferredOrgId?: string | null): Promise<Membership | undefined> {
   const row = await store.db
     .selectFrom("member")
     .leftJoin("orgs", "orgs.id", "member.organizationId")
@@ -231,7 +231,7 @@ export async function membershipOf(store: AuthStore, userId: string, preferredOr
 }
 
 /** The membership of `userId` in exactly `orgId`, if any. */
-export async function membershipIn(store: AuthStore, userId: string, orgId: string): Promise<Membership | undefined> {
+export async function membershipIn(store: AuthResources, userId: string, orgId: string): Promise<Membership | undefined> {
   const membership = await membershipOf(store, userId, orgId);
   return membership?.orgId === orgId ? membership : undefined;
 }

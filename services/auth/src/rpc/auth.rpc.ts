@@ -1,7 +1,7 @@
 import { validationError } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AsyncService } from "@renderbus/rpc";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { createApiKey, LastUsedRecorder, listApiKeys, resolveApiKey, revokeApiKey } from "../api-keys/api-keys.service.js";
 import { orgView, requireManager, updateOrgWebhook, webhookTarget } from "../orgs/orgs.service.js";
 import { resolveSession } from "../sessions/resolve-session.js";
@@ -13,7 +13,7 @@ import type { RenderbusAuth } from "../sessions/better-auth.js";
  * tenant; the rest act for the org in the caller's auth context, from the gateway's verified call token. Who may
  * call which method is checked before any handler runs (libs/rpc callers.ts).
  */
-export function authRpc(store: AuthStore, betterAuth: RenderbusAuth, lastUsed: LastUsedRecorder): AsyncService<auth.AuthServer> {
+export function authRpc(store: AuthResources, betterAuth: RenderbusAuth, lastUsed: LastUsedRecorder): AsyncService<auth.AuthServer> {
   return {
     resolveApiKey: (request) => resolveApiKey(store, request.key, lastUsed),
     resolveSession: (request) => resolveSession(betterAuth, store, request.cookie),

@@ -2,7 +2,7 @@ import { insufficientCredits, validationError } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import { planOf } from "@renderbus/plans";
 import type { AsyncService } from "@renderbus/rpc";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { balanceOf, listLedger, reserveCredits, type BalanceView } from "../billing/credit-ledger.js";
 
 const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance.orgId, credits: balance.available, reserved: balance.reserved });
@@ -12,7 +12,7 @@ const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance
  * ReserveCredits (the worker) are internal and name the org in the request: only those services' call tokens are
  * accepted for them (libs/rpc callers.ts).
  */
-export function billingRpc(store: AuthStore): AsyncService<auth.BillingServer> {
+export function billingRpc(store: AuthResources): AsyncService<auth.BillingServer> {
   return {
     async getBalance(_request, context) {
       const orgId = context.requireAuth().orgId;

@@ -6,7 +6,7 @@ import { organization } from "better-auth/plugins";
 import { newId } from "@renderbus/ids";
 import type { Logger } from "@renderbus/telemetry";
 import { betterAuthSecretOf, type AuthConfig } from "../config.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { AUTH_SCHEMA } from "../database.js";
 import { afterOrganizationCreated, createOrg, membershipOf, type OrganizationApi } from "../orgs/orgs.service.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
@@ -40,7 +40,7 @@ export const ORGANIZATIONS_PER_USER = 10;
  * ids (the organization plugin: members, roles, invitations), a personal org per sign-up, and the OAuth 2.1 provider
  * for MCP agents. `organizations` is the instance's own API, known once the instance exists (the sign-up hook uses it).
  */
-export function betterAuthOptions(config: AuthConfig, store: AuthStore, logger?: Logger, organizations: () => OrganizationApi | undefined = () => undefined) {
+export function betterAuthOptions(config: AuthConfig, store: AuthResources, logger?: Logger, organizations: () => OrganizationApi | undefined = () => undefined) {
   const secure = new URL(config.PUBLIC_URL).protocol === "https:";
   return {
     appName: "Renderbus",
@@ -128,7 +128,7 @@ function personalOrgName(name: string | undefined, email: string): string {
 }
 
 /** A Better Auth instance over the `auth` schema. */
-export function createBetterAuth(config: AuthConfig, store: AuthStore, logger?: Logger) {
+export function createBetterAuth(config: AuthConfig, store: AuthResources, logger?: Logger) {
   const self: { api?: OrganizationApi } = {};
   const auth = betterAuth(betterAuthOptions(config, store, logger, () => self.api));
   self.api = auth.api;

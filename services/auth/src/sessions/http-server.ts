@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { toNodeHandler } from "better-auth/node";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthConfig } from "../config.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { AUTH_BASE_PATH, type RenderbusAuth } from "./better-auth.js";
 import { handleOAuthPage } from "../oauth/oauth-pages.js";
 import { handleAuthorizationServerMetadata } from "../oauth/authorization-server-metadata.js";
@@ -24,7 +24,7 @@ function treatHtmlRequestsAsNavigation(request: IncomingMessage): void {
 
 /** What the OAuth pages need besides Better Auth; without it only Better Auth's own routes are served. */
 export interface OAuthPagesDeps {
-  store: AuthStore;
+  store: AuthResources;
   config: AuthConfig;
 }
 

@@ -1,6 +1,6 @@
 import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import { membershipOf } from "../orgs/orgs.service.js";
 import type { RenderbusAuth } from "./better-auth.js";
 
@@ -9,7 +9,7 @@ import type { RenderbusAuth } from "./better-auth.js";
  * organization (Better Auth's `set-active`; accepting an invitation sets it), else the user's oldest membership.
  * Not cached anywhere: a removed member or a changed role counts from the next request. @throws AppError UNAUTHORIZED for a missing, forged, expired or signed-out session.
  */
-export async function resolveSession(betterAuth: RenderbusAuth, store: AuthStore, cookie: string): Promise<auth.AuthContext> {
+export async function resolveSession(betterAuth: RenderbusAuth, store: AuthResources, cookie: string): Promise<auth.AuthContext> {
   if (!cookie) throw unauthorized();
   let session: Awaited<ReturnType<RenderbusAuth["api"]["getSession"]>>;
   try {

@@ -7,14 +7,14 @@ import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing
 import { authConfigSchema, type AuthConfig } from "../config.js";
 import { startAuthService, type AuthService } from "../service.js";
 import { createOrgWithKey, openAdminStore, type CreatedOrg } from "../admin/index.js";
-import type { AuthStore } from "../store.js";
+import type { AuthResources } from "../auth-resources.js";
 import type { PlanName } from "@renderbus/plans";
 
 /** An auth service started in-process on a fresh database and NATS namespace, with clients and captured logs. */
 export interface AuthHarness {
   config: AuthConfig;
   service: AuthService;
-  store: AuthStore;
+  store: AuthResources;
   authClient: PromiseClient<auth.AuthClient>;
   billingClient: PromiseClient<auth.BillingClient>;
   /** Every log line the service wrote, raw. */

@@ -4,9 +4,7 @@ import { AppError, serviceUnavailable, unauthorized } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import { authenticate } from "../auth/authenticate.js";
 import { keyHashOf } from "../auth/credential-resolver.js";
-import type { OpenStreams } from "./open-streams.js";
-
-export type StreamKind = "job" | "webhook";
+import type { OpenStream, OpenStreams, StreamKind } from "./open-streams.js";
 
 const HEARTBEAT_MS = 15_000;
 /** Rechecks that could not reach the auth service in a row before the stream ends (it cannot prove it is valid). */
@@ -38,7 +36,7 @@ export interface EventStreamSpec<Prepared> {
  * with backpressure: past `write() === false` it waits for 'drain' at most `drainTimeoutMs` and lets at most
  * `maxBufferedBytes` queue before it drops the client (see {@link StreamLimits}).
  */
-export class EventStream {
+export class EventStream implements OpenStream {
   readonly id = `sse_${randomUUID()}`;
   /** The credential's current context: refreshed by every successful recheck. */
   auth: AuthContext | undefined;

@@ -2,7 +2,20 @@ import type { FastifyInstance } from "fastify";
 import { Gauge } from "@renderbus/telemetry";
 import type { GatewayDeps } from "../deps.js";
 import { OrgStreamSlots } from "./org-stream-slots.js";
-import type { EventStream, StreamKind } from "./event-stream.js";
+
+/** Which route a stream serves. */
+export type StreamKind = "job" | "webhook";
+
+/** What the registry does with an open stream (an EventStream): find it by credential or org, and end it. */
+export interface OpenStream {
+  readonly kind: StreamKind;
+  readonly orgId: string | undefined;
+  /** Whether the stream authenticated with this API key (by id or by key hash). */
+  usesApiKey(key: { apiKeyId?: string; keyHash?: string }): boolean;
+  revoke(): void;
+  recheckNow(): void;
+  end(): void;
+}
 
 /** How much an unread stream may cost before it is dropped. */
 export interface StreamLimits {
@@ -24,7 +37,7 @@ export class OpenStreams {
   readonly slots: OrgStreamSlots;
   /** Subscriptions, listeners and timers held by streams right now; back to its old value when they all end. */
   held = 0;
-  private readonly streams = new Set<EventStream>();
+  private readonly streams = new Set<OpenStream>();
   private readonly unsubscribes: Array<() => void>;
 
   constructor(
@@ -48,11 +61,11 @@ export class OpenStreams {
     registerGauges(deps, this);
   }
 
-  add(stream: EventStream): void {
+  add(stream: OpenStream): void {
     this.streams.add(stream);
   }
 
-  delete(stream: EventStream): void {
+  delete(stream: OpenStream): void {
     this.streams.delete(stream);
   }
 
