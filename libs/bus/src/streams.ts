@@ -26,6 +26,9 @@ export const STREAMS = {
     subjects: ["jobs.dispatch.>"],
     retention: RetentionPolicy.Workqueue,
     duplicateWindowMs: 10 * 60 * 1000,
+    // A dispatch out of deliveries (`DISPATCH_MAX_DELIVER`) is never acked and would stay in the work queue forever;
+    // its job was failed long before (DISPATCHED_TIMEOUT_MS), so a day bounds what dead dispatches keep.
+    maxAgeMs: DAY,
   },
   authEvents: { name: "AUTH_EVENTS", subjects: ["auth.events.>"], duplicateWindowMs: 2 * 60 * 1000, maxAgeMs: DAY },
   webhookEvents: { name: "WEBHOOKS_EVENTS", subjects: ["webhooks.events.>"], duplicateWindowMs: 10 * 60 * 1000, maxAgeMs: 7 * DAY },
