@@ -130,4 +130,10 @@ export const migrations: Migrations = {
       await sql`create index settled_jobs_settled_at on settled_jobs (settled_at)`.execute(db);
     },
   },
+  "2026-11-24-005-drop-unused-events": {
+    async up(db: Kysely<any>) {
+      // Created with the outbox by createEventStoreTables and never written: auth is tables plus the outbox.
+      await sql`drop table events`.execute(db);
+    },
+  },
 };

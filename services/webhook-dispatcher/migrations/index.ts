@@ -6,8 +6,8 @@ import { createEventStoreTables, type Migrations } from "@renderbus/db";
  * - `deliveries` is also the due-time queue: `next_attempt_at` is set while an attempt is owed, `lease_*` while a
  *   replica is sending it. A crash leaves the row due (or leased until the lease runs out), so nothing is lost.
  * - `batches` + `batch_terminal_jobs` count terminal jobs exactly once per (batch, job).
- * - The outbox comes from the shared event-store tables (the `events` table stays unused: deliveries are state,
- *   not an event-sourced aggregate).
+ * - The outbox comes from the shared event-store tables. Their `events` table was never used (deliveries are state,
+ *   not an event-sourced aggregate) and is dropped.
  */
 export const migrations: Migrations = {
   "2026-11-23-001-init": {
@@ -105,6 +105,12 @@ export const migrations: Migrations = {
       await sql`create index deliveries_created on deliveries (created_at)`.execute(db);
       await sql`create index processed_events_processed on processed_events (processed_at)`.execute(db);
       await sql`create index batches_completed on batches (completed_at) where completed_at is not null`.execute(db);
+    },
+  },
+  "2026-11-24-003-drop-unused-events": {
+    async up(db: Kysely<any>) {
+      // Created with the outbox by createEventStoreTables and never written: deliveries are tables plus the outbox.
+      await sql`drop table events`.execute(db);
     },
   },
 };
