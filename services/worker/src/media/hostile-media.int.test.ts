@@ -72,6 +72,8 @@ beforeAll(async () => {
   await writeFile(path.join(mediaDir, "concat"), `ffconcat version 1.0\nfile ${segment}\n`);
   // 16000 x 16000: within ffmpeg's own size check, 768 MB per decoded frame (ffprobe alone used 800 MB RSS on it).
   await writeFile(path.join(mediaDir, "huge.png"), pngClaiming(16000, 16000));
+  // Past ffmpeg's own size limit: refused as "invalid", which is over the cap too.
+  await writeFile(path.join(mediaDir, "huger.png"), pngClaiming(30000, 30000));
   server = await serveFiles(mediaDir);
 }, 120_000);
 
@@ -132,9 +134,10 @@ describe("hostile media", () => {
   });
 
   it("an image whose header claims 16000x16000 fails with INPUT_ERROR naming MEDIA_MAX_PIXELS while a normal job beside it completes", async () => {
-    const [hostile, hostileMark, normal] = await Promise.allSettled([
+    const [hostile, hostileMark, hugest, normal] = await Promise.allSettled([
       run("thumbnail", {}, { source: "huge.png" }),
       run("watermark.add", { text: "x" }, { source: "video.mp4", image: "huge.png" }),
+      run("thumbnail", {}, { source: "huger.png" }),
       run("transcode", { width: 320, preset: "ultrafast" }, { source: "video.mp4" }),
     ]);
     for (const result of [hostile, hostileMark]) {
@@ -142,9 +145,9 @@ describe("hostile media", () => {
       const failure = (result as PromiseRejectedResult).reason as JobFailure;
       expect(failure).toBeInstanceOf(JobFailure);
       expect(failure.code).toBe("INPUT_ERROR");
-      expect(failure.message).toContain("16000x16000");
-      expect(failure.message).toContain("MEDIA_MAX_PIXELS");
+      expect(failure.message).toMatch(/^inputs\.(source|image): a 16000x16000 picture .*MEDIA_MAX_PIXELS/);
     }
+    expect((hugest as PromiseRejectedResult).reason).toMatchObject({ code: "INPUT_ERROR", message: expect.stringMatching(/30000x30000.*MEDIA_MAX_PIXELS/) });
     expect(normal.status).toBe("fulfilled");
     const probe = await probeMedia((normal as PromiseFulfilledResult<{ path: string }>).value.path);
     expect([probe.width, probe.height]).toEqual([320, 180]);

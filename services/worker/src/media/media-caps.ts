@@ -70,8 +70,14 @@ export function checkMediaCaps(streams: ReadonlyArray<{ type: string; width: num
   }
 }
 
-/** Finds ffmpeg's "Picture size WxH exceeds specified max pixel count" in its error output. */
-export function pixelCapExceeded(stderr: string): { width: number; height: number } | undefined {
-  const match = /Picture size (\d+)x(\d+) exceeds specified max pixel count/.exec(stderr);
-  return match ? { width: Number(match[1]), height: Number(match[2]) } : undefined;
+/**
+ * Finds a decoder's refusal of a picture over the cap in ffmpeg's error output: "Picture size WxH exceeds specified
+ * max pixel count", or "Picture size WxH is invalid" for sizes past ffmpeg's own limit (when over the cap too).
+ */
+export function pixelCapExceeded(stderr: string, caps: MediaCaps = current): { width: number; height: number } | undefined {
+  for (const match of stderr.matchAll(/Picture size (\d+)x(\d+) (exceeds specified max pixel count|is invalid)/g)) {
+    const [width, height] = [Number(match[1]), Number(match[2])];
+    if (match[3] !== "is invalid" || width * height > caps.maxPixels) return { width, height };
+  }
+  return undefined;
 }

@@ -123,7 +123,7 @@ export function probeMedia(filePath: string, options: ProbeOptions | number = {}
       wrapped.args,
       { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: wrapped.env },
       (error, stdout, stderr) => {
-        const oversized = pixelCapExceeded(stderr);
+        const oversized = pixelCapExceeded(stderr, caps);
         if (oversized) return reject(pixelCapError(oversized.width, oversized.height, caps));
         if (error) return reject(new NotMediaError("ffprobe could not read the file"));
         let summary: MediaProbe;

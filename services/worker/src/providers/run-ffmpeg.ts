@@ -125,7 +125,7 @@ export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command =
         return reject(new JobFailure("PROVIDER_TIMEOUT", `the job exceeded the plan's maximum run time of ${Math.round(timeoutMs / 1000)} s`));
       }
       if (partial) lines.push(partial);
-      const oversized = pixelCapExceeded(lines.join("\n"));
+      const oversized = pixelCapExceeded(lines.join("\n"), caps);
       if (oversized) return reject(pixelCapError(oversized.width, oversized.height, caps));
       if (code !== 0) return reject(providerError(summarizeFfmpegError(lines, workDir)));
       // `-fs` ends the output cleanly at the cap, with exit code 0: a file that long is a truncated one.

@@ -27,8 +27,10 @@ export interface SandboxLimits {
   /** RLIMIT_FSIZE: the largest file the process may write; SIGXFSZ past it. */
   fileSizeBytes: number;
   /**
-   * RLIMIT_NPROC: processes and threads. The kernel does not enforce it for root (uid 0 outside the sandbox); for any
-   * other user it counts that user's processes in the sandbox's user namespace (bwrap) or on the whole host (none).
+   * RLIMIT_NPROC: processes and threads. The kernel counts every process and thread of the worker's OS user on the
+   * host (the limit is set before bwrap makes its user namespace, so it caps that namespace's parent count too), and
+   * does not enforce it at all for root. So it bounds a fork bomb, not one job's share: keep it well above
+   * WORKER_CONCURRENCY x ffmpeg's threads.
    */
   processes: number;
 }
