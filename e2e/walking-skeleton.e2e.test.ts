@@ -34,7 +34,7 @@ describe("walking skeleton: a job crosses every service", () => {
     await receiver?.close();
   });
 
-  it("runs extract.metadata with ffprobe and POSTs one job.completed signed as SPEC section 7", async () => {
+  it("runs extract.metadata with ffprobe and POSTs one job.completed signed as docs/webhooks.md says", async () => {
     const { orgId, key } = await createOrg(system.env, "starter", "Skeleton");
     const secret = "whsec_skeleton_test_secret";
     await admin(system.env, "org:webhook", "--org", orgId, "--url", receiver.url, "--secret", secret);

@@ -9,7 +9,7 @@ import { createTestDatabase, startSystem, testInfra, testNamespace, type Running
 import { api, createOrg, makeTestVideo, repoRoot, waitFor } from "../helpers.js";
 import { operationsOf, requestsFor, type FuzzRequest } from "./openapi-fuzz.js";
 
-/** SPEC section 1: every error code and its HTTP status. */
+/** Every error code and its HTTP status (docs/concepts.md, "Errors"). */
 const SPEC_ERRORS: Record<string, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,

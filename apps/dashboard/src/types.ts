@@ -1,4 +1,4 @@
-/** The API's JSON shapes (SPEC sections 5a and 6), as the dashboard reads them. */
+/** The API's JSON shapes (docs/concepts.md), as the dashboard reads them. */
 
 // The API's objects are typed once, by the SDK. Imported from its source (types only, erased from the bundle):
 // the package's own entry points at its compiled dist/, which a fresh checkout does not have.

@@ -1,5 +1,5 @@
 /**
- * The API error codes of SPEC section 1, with their HTTP status. This table is the single place where a code meets
+ * The API error codes (docs/concepts.md, "Errors"), with their HTTP status. This table is the single place where a code meets
  * a status; the gRPC mapping lives in @renderbus/rpc and is derived from these codes.
  */
 export const ERROR_CODES = {
@@ -20,7 +20,7 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** Failure codes carried by a failed job (SPEC section 1). */
+/** Failure codes carried by a failed job (docs/concepts.md, "Errors"). */
 export const JOB_FAILURE_CODES = ["PROVIDER_ERROR", "PROVIDER_TIMEOUT", "INPUT_ERROR", "INSUFFICIENT_CREDITS"] as const;
 export type JobFailureCode = (typeof JOB_FAILURE_CODES)[number];
 
@@ -32,5 +32,5 @@ export function httpStatusOf(code: ErrorCode): number {
   return ERROR_CODES[code];
 }
 
-/** The fixed message of every 401 (seed section 7). */
+/** The fixed message of every 401. */
 export const UNAUTHORIZED_MESSAGE = "Authentication is invalid or expired";

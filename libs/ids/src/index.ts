@@ -1,7 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulidx";
 
-/** Id prefixes of SPEC section 1. */
+/** Id prefixes of the API's objects. */
 export const ID_PREFIXES = ["job", "batch", "key", "org", "usr", "del", "evt", "led", "att"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 

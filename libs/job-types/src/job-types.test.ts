@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { JOB_TYPE_NAMES, JOB_TYPES, isJobTypeName, jobTypeAvailableOn, parseJobParams, validateInputs } from "./index.js";
 
 describe("job types", () => {
-  it("defines the seven job types of SPEC section 4", () => {
+  it("defines the seven job types of docs/concepts.md", () => {
     expect(Object.keys(JOB_TYPES).sort()).toEqual([...JOB_TYPE_NAMES].sort());
     expect(JOB_TYPE_NAMES).toHaveLength(7);
   });

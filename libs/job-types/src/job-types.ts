@@ -44,7 +44,7 @@ function define(
   return { ...definition, paramsJsonSchema };
 }
 
-/** The job types of SPEC section 4. */
+/** The job types (docs/concepts.md, "Jobs"). */
 export const JOB_TYPES: Record<JobTypeName, JobTypeDefinition> = {
   transcode: define({
     name: "transcode",

@@ -1,4 +1,4 @@
-/** Every job costs at least this many credits (SPEC section 4). */
+/** Every job costs at least this many credits (docs/concepts.md, "Credits"). */
 export const MINIMUM_PRICE = 1;
 
 /** What kind of file a job produces. */
@@ -45,7 +45,7 @@ function formatDuration(pricedMs: number): string {
 }
 
 /**
- * The price of one job output (SPEC section 4): video/audio cost per started 10 seconds of output, counted on the
+ * The price of one job output (docs/concepts.md, "Credits"): video/audio cost per started 10 seconds of output, counted on the
  * duration rounded to the nearest 100 ms (so `cost.breakdown` shows the duration `cost.credits` was counted from);
  * images and metadata cost the minimum. Used both for the estimate (from the probed input) and the actual charge.
  */

@@ -25,7 +25,7 @@ export interface Plan {
 
 const MB = 1024 * 1024;
 
-/** SPEC section 2: the one table of plan values. Self-hosters override entries with `PLANS_JSON`. */
+/** The one table of plan values (shown to users in docs/concepts.md). Self-hosters override entries with `PLANS_JSON`. */
 export const DEFAULT_PLANS: Record<PlanName, Plan> = {
   free: { name: "free", requestsPerMinute: 10, concurrency: 2, maxBatchSize: 5, maxQueuedJobs: 100, maxRunSeconds: 120, maxInputBytes: 100 * MB, monthlyCredits: 200, webhooks: false, jobTypes: "basic" },
   starter: { name: "starter", requestsPerMinute: 30, concurrency: 5, maxBatchSize: 10, maxQueuedJobs: 1_000, maxRunSeconds: 300, maxInputBytes: 500 * MB, monthlyCredits: 1900, webhooks: true, jobTypes: "all" },

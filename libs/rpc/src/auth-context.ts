@@ -1,5 +1,5 @@
 /**
- * The auth context of SPEC section 3, as a handler sees it: taken from the verified call token the gateway signs for
+ * The auth context of a request, as a handler sees it: taken from the verified call token the gateway signs for
  * each downstream call (see service-tokens.ts), never from bare metadata.
  */
 export interface AuthContext {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "./payloads.js";
 
-// Receivers get these exact bytes: the expected bodies are written out, member order included (seed section 6).
+// Receivers get these exact bytes: the expected bodies are written out, member order included (docs/webhooks.md).
 describe("webhook payloads", () => {
   const timing = { createdAt: 1000, dispatchedAt: 1100, startedAt: 1200, completedAt: 3000 };
 

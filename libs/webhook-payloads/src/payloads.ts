@@ -1,12 +1,12 @@
 import type { jobEvents } from "@renderbus/contracts";
 
 /**
- * The JSON bodies of webhooks (seed section 6, SPEC section 7), built from job and batch events. One definition for
+ * The JSON bodies of webhooks (docs/webhooks.md), built from job and batch events. One definition for
  * the dispatcher, which signs and sends them, and the gateway's webhook event stream (`renderbus webhooks listen`),
  * which must produce the same bytes. Member order is part of the contract: receivers see these exact bytes.
  */
 
-/** Events a webhook can carry (SPEC section 7). */
+/** Events a webhook can carry (docs/webhooks.md). */
 export type WebhookEvent = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test";
 
 /** Counts of a finished batch by terminal status. */
@@ -48,7 +48,7 @@ export function jobCompletedPayload(completed: jobEvents.JobCompleted) {
   };
 }
 
-/** `job.failed`: error and timing, and no cost member at all (seed section 6). */
+/** `job.failed`: error and timing, and no cost member at all (docs/webhooks.md). */
 export function jobFailedPayload(failed: jobEvents.JobFailed) {
   return {
     event: "job.failed" as const,

@@ -1,4 +1,4 @@
-/** Public JSON shapes of the Renderbus REST API (SPEC sections 5a, 6 and 7). Timestamps are epoch milliseconds. */
+/** Public JSON shapes of the Renderbus REST API (docs/concepts.md, docs/webhooks.md). Timestamps are epoch milliseconds. */
 
 /** Job statuses in lifecycle order; the CLI and the dashboard take the list from here. */
 export const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
@@ -203,7 +203,7 @@ export interface StreamedWebhook {
   body: string;
 }
 
-/** Webhook payloads (SPEC section 7). */
+/** Webhook payloads (docs/webhooks.md). */
 export type WebhookPayload =
   | { event: "job.running"; jobId: string; type: string; timing: { createdAt: number; startedAt: number } }
   | {

@@ -1,7 +1,7 @@
 import type { ColumnType } from "kysely";
 import type { EventStoreTables } from "@renderbus/db";
 
-/** Delivery states (SPEC section 6: pending, succeeded, failed). */
+/** Delivery states: pending, succeeded, failed (docs/webhooks.md). */
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
 /** Row types of the `dispatcher` schema (see migrations/index.ts). */

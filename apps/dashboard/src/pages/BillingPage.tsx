@@ -5,7 +5,7 @@ import { Link } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, DataTable, useResource } from "../components/ui";
 import type { Balance, UsageEntry } from "../types";
 
-/** SPEC section 2, for the plan summary; the API enforces the real (possibly overridden) values. */
+/** The plan table of docs/concepts.md, for the plan summary; the API enforces the real (possibly overridden) values. */
 const PLAN_FACTS: Record<string, { credits: string; rpm: number; concurrency: number; webhooks: boolean; types: string }> = {
   free: { credits: "200", rpm: 10, concurrency: 2, webhooks: false, types: "basic" },
   starter: { credits: "1,900", rpm: 30, concurrency: 5, webhooks: true, types: "all" },

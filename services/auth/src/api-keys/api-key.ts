@@ -23,7 +23,7 @@ export function isWellFormedApiKey(value: string): boolean {
   return KEY_PATTERN.test(value);
 }
 
-/** Name rule of SPEC section 3: required, 1-100 characters. Returns the trimmed name or undefined when invalid. */
+/** Name rule of API keys: required, 1-100 characters. Returns the trimmed name or undefined when invalid. */
 export function validKeyName(name: string): string | undefined {
   const trimmed = name.trim();
   return trimmed.length >= 1 && trimmed.length <= 100 ? trimmed : undefined;

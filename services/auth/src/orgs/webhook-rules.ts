@@ -32,7 +32,7 @@ export function checkWebhookChange({ plan, mode, webhookUrl, webhookSecret, secr
   if (webhookSecret !== undefined && (webhookSecret.length < 1 || webhookSecret.length > 1000)) {
     return validationError("webhookSecret must be 1-1000 characters");
   }
-  // Every delivery is signed (SPEC section 7): an endpoint never starts receiving unsigned requests.
+  // Every delivery is signed (docs/webhooks.md): an endpoint never starts receiving unsigned requests.
   if (webhookUrl !== undefined && webhookUrl !== "" && webhookSecret === undefined && !secretSet) {
     return validationError("webhookSecret is required with the first webhookUrl: every delivery is signed with it");
   }

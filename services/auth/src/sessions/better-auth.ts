@@ -14,7 +14,7 @@ import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-ke
 
 /** The dashboard session cookie (SPEC: exactly this name). */
 export const SESSION_COOKIE = "rb_session";
-/** Session lifetime (seed section 8): 30 days. */
+/** Session lifetime: 30 days. */
 export const SESSION_SECONDS = 30 * 24 * 60 * 60;
 /** Better Auth's routes are served under this path, by the auth service and through the gateway alike. */
 export const AUTH_BASE_PATH = "/auth";

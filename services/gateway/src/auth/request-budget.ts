@@ -10,7 +10,7 @@ type BudgetDeps = Pick<GatewayDeps, "rateLimiter" | "plans" | "config">;
 /**
  * Counts one request against its budget and sets the `RateLimit-*` headers; throws RATE_LIMITED (with
  * `Retry-After`) when it is spent. API keys and OAuth tokens share the org's plan limit, REST and MCP alike; the
- * dashboard (session cookie) has its own per-user budget so the UI stays usable on every plan (SPEC section 2), and
+ * dashboard (session cookie) has its own per-user budget so the UI stays usable on every plan (docs/concepts.md, "Rate limits"), and
  * all of an org's dashboard traffic together is capped too, so inviting members does not multiply what cookies can
  * do (`DASHBOARD_ORG_REQUESTS_PER_MINUTE`).
  */

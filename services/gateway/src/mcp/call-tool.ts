@@ -48,7 +48,7 @@ export function toolError(error: AppError): CallToolResult {
 }
 
 /**
- * Counts the call against the org's per-minute budget, the same counter REST requests use (SPEC section 2: API keys
+ * Counts the call against the org's per-minute budget, the same counter REST requests use (docs/concepts.md, "Rate limits": API keys
  * and OAuth tokens, REST and MCP alike). Only tool calls count: the protocol's own chatter (initialize, tools/list)
  * is not an API request.
  */

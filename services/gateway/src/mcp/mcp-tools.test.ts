@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { apiRoutes } from "../routes/index.js";
 import { buildMcpTools, snakeCaseOf, splitToolArguments, toolNameOf } from "./mcp-tools.js";
 
-/** SPEC section 8, verbatim. */
+/** The tools docs/mcp.md promises agents ("Tools are the route table"). */
 const SPEC_TOOLS = [
   "submit_job", "submit_batch", "get_job", "list_jobs", "cancel_job", "get_batch", "list_job_types", "get_job_type_schema",
   "get_balance", "get_usage", "get_org", "update_org_webhook", "list_api_keys", "create_api_key", "revoke_api_key",
@@ -13,7 +13,7 @@ describe("MCP tools generated from the route table", () => {
   const tools = buildMcpTools(apiRoutes);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
 
-  it("offers every tool SPEC section 8 lists", () => {
+  it("offers every tool docs/mcp.md lists", () => {
     for (const name of SPEC_TOOLS) expect(byName.has(name), name).toBe(true);
   });
 

@@ -1,7 +1,7 @@
 import type { auth, jobs, webhooks } from "@renderbus/contracts";
 
 /**
- * Proto messages as the public JSON of SPEC sections 5a and 6: absent optional fields become null (never missing),
+ * Proto messages as the public JSON of jobs, batches and deliveries (packages/sdk/src/types.ts): absent optional fields become null (never missing),
  * internal fields (output keys) are dropped.
  */
 const orNull = <T>(value: T | undefined): T | null => (value === undefined ? null : value);

@@ -86,7 +86,7 @@ export function webhookForJobEvent(subject: string, data: unknown): StreamedWebh
       return webhook(`job.failed:${failed.jobId}`, jobFailedPayload(failed));
     }
     default:
-      // job.queued, job.dispatched, job.cancelled: no webhook (seed section 6).
+      // job.queued, job.dispatched, job.cancelled: no webhook (docs/webhooks.md).
       return undefined;
   }
 }

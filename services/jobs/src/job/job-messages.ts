@@ -6,7 +6,7 @@ import type { JobEvent, JobEventType, JobState } from "./job.js";
 export const JOB_EVENT_NAMES: Record<JobEventType, string> = {
   JobQueued: "job.queued",
   JobDispatched: "job.dispatched",
-  // The product calls a started job "running" (SPEC section 5, webhook `job.running`).
+  // The product calls a started job "running" (docs/concepts.md, "Lifecycle"; webhook `job.running`).
   JobStarted: "job.running",
   JobCompleted: "job.completed",
   JobFailed: "job.failed",

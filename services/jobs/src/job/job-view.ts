@@ -29,7 +29,7 @@ export function jobStateOfRow(row: Selectable<JobViewTable>): JobState {
   };
 }
 
-/** The job object of SPEC section 5a, as the gRPC API returns it. */
+/** The job object (docs/concepts.md, "Jobs"), as the gRPC API returns it. */
 export function jobMessage(state: JobState, deliveries: Selectable<WebhookDeliveryTable>[] = []): jobs.Job {
   return {
     id: state.id,

@@ -1,6 +1,6 @@
 import type { jobEvents, jobs } from "@renderbus/contracts";
 
-/** Job statuses of SPEC section 5, in lifecycle order. */
+/** Job statuses in lifecycle order (docs/concepts.md, "Lifecycle"). */
 export const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 

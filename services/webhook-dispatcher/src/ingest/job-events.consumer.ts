@@ -70,7 +70,7 @@ export function planForJobEvent(subject: string, data: unknown): Plan | undefine
       };
     }
     case "jobs.events.job.cancelled": {
-      // No webhook for cancelled jobs (seed section 6); they still count toward their batch.
+      // No webhook for cancelled jobs (docs/webhooks.md); they still count toward their batch.
       const cancelled = data as jobEvents.JobCancelled;
       return {
         orgId: cancelled.orgId,
