@@ -86,6 +86,16 @@ describe("deploy manifests", () => {
     }
   });
 
+  it("lets only the worker create the namespaces of its media sandbox (bubblewrap), in Kubernetes and compose", () => {
+    expect(serviceDeployment("worker").spec.template.spec.securityContext.seccompProfile).toEqual({ type: "Unconfined" });
+    for (const service of SERVICES.filter((name) => name !== "worker")) {
+      expect(serviceDeployment(service).spec.template.spec.securityContext?.seccompProfile, service).toBeUndefined();
+    }
+    const compose = parse(readFileSync(join(repoRoot, "docker-compose.yml"), "utf8"), { merge: true }) as Doc;
+    expect(compose.services.worker.security_opt).toEqual(["seccomp=unconfined"]);
+    expect(SERVICES.filter((name) => name !== "worker" && compose.services[name].security_opt !== undefined)).toEqual([]);
+  });
+
   it("has a Deployment for every service", () => {
     expect(SERVICES.filter((service) => !named("Deployment", service))).toEqual([]);
   });
