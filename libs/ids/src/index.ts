@@ -5,23 +5,16 @@ import { monotonicFactory } from "ulidx";
 export const ID_PREFIXES = ["job", "batch", "key", "org", "usr", "del", "evt", "led", "att"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
-/** A prefixed id: the prefix is part of the type so a JobId cannot be passed where an OrgId is expected. */
+/** A prefixed id: the prefix is part of the type, so an `Id<"job">` cannot be passed where an `Id<"org">` is expected. */
 export type Id<P extends IdPrefix> = `${P}_${string}`;
-export type JobId = Id<"job">;
-export type BatchId = Id<"batch">;
-export type ApiKeyId = Id<"key">;
-export type OrgId = Id<"org">;
-export type UserId = Id<"usr">;
-export type DeliveryId = Id<"del">;
-export type EventId = Id<"evt">;
 
 const randomPool = Buffer.alloc(4096);
 let randomOffset = randomPool.length;
 
 /**
  * A uniform value in [0, 1) from a pool of cryptographically random bytes. ulidx's default draws one byte from the
- * crypto API per character (16 calls per id), which showed in the profiles of every service that mints ids per
- * event; the pool refills once per 4,096 characters. 256 / 32 is whole, so each ULID character stays uniform.
+ * crypto API per character (16 calls per id), a real cost for services that mint ids per event; the pool refills
+ * once per 4,096 characters. 256 / 32 is whole, so each ULID character stays uniform.
  */
 export function pooledRandom(): number {
   if (randomOffset >= randomPool.length) {

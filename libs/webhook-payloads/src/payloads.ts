@@ -6,9 +6,6 @@ import type { jobEvents } from "@renderbus/contracts";
  * which must produce the same bytes. Member order is part of the contract: receivers see these exact bytes.
  */
 
-/** Events a webhook can carry (docs/webhooks.md). */
-export type WebhookEvent = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test";
-
 /** Counts of a finished batch by terminal status. */
 export interface BatchCounts {
   completed: number;
