@@ -34,7 +34,7 @@ const exampleQueries: Record<string, string> = {
   downloadOutput: "?expires=1764000000000&signature=<64 hex characters from result.url>",
 };
 
-const pretty = (value: unknown) => JSON.stringify(value, null, 2).replace(/\n/g, "\n  ");
+const pretty = (value: unknown) => JSON.stringify(value, null, 2);
 const job = examplePathValues.jobId;
 
 /** The SDK call per operationId (`client` is a `RenderbusClient`); operations without one get the curl sample only. */

@@ -92,7 +92,7 @@ describe("the OpenAPI document at /openapi.json", () => {
     expect(csp).not.toMatch(/unsafe-eval|script-src[^;]*unsafe-inline/);
     expect(response.body).not.toMatch(/<script>|<style|https?:\/\//);
     const scripts = [...response.body.matchAll(/<script src="([^"]+)"><\/script>/g)].map((match) => match[1]!);
-    expect(scripts).toEqual([expect.stringMatching(/^\/docs\/assets\/scalar-api-reference-[\d.]+\.js$/), "/docs/assets/reference.js"]);
+    expect(scripts).toEqual(["/docs/assets/reference.js", expect.stringMatching(/^\/docs\/assets\/scalar-api-reference-[\d.]+\.js$/)]);
     for (const script of scripts) {
       const asset = await app.inject({ url: script, headers: { "accept-encoding": "gzip" } });
       expect(asset.statusCode, script).toBe(200);

@@ -38,8 +38,18 @@ const scalarConfiguration = {
   hideDarkModeToggle: false,
 };
 
-/** The page's only own script (the CSP allows no inline script): mounts the reference into #reference. */
-const MOUNT_SCRIPT = `"use strict";\nglobalThis.Scalar.createApiReference("#reference", ${JSON.stringify(scalarConfiguration)});\n`;
+/**
+ * The page's own script (the CSP allows no inline script), loaded before the bundle. It puts the zod inside the
+ * bundle in its jitless mode: otherwise zod probes `Function("")` to decide whether it may compile validators,
+ * which the CSP (no 'unsafe-eval') refuses and reports as a violation. It then mounts the reference into #reference
+ * once the document (and so the bundle, a classic script before it) has loaded.
+ */
+const MOUNT_SCRIPT = `"use strict";
+globalThis.__zod_globalConfig = Object.assign(globalThis.__zod_globalConfig || {}, { jitless: true });
+document.addEventListener("DOMContentLoaded", function () {
+  globalThis.Scalar.createApiReference("#reference", ${JSON.stringify(scalarConfiguration)});
+});
+`;
 
 const page = (bundlePath: string) =>
   [
@@ -47,7 +57,7 @@ const page = (bundlePath: string) =>
     "<title>Renderbus API reference</title></head><body>",
     '<noscript><p>The API reference needs JavaScript. The machine-readable document is at <a href="/openapi.json">/openapi.json</a>.</p></noscript>',
     '<div id="reference"></div>',
-    `<script src="${bundlePath}"></script><script src="${API_REFERENCE_PATH}/assets/reference.js"></script>`,
+    `<script src="${API_REFERENCE_PATH}/assets/reference.js"></script><script src="${bundlePath}"></script>`,
     "</body></html>",
   ].join("");
 
