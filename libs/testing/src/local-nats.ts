@@ -13,11 +13,10 @@ import {
   ensureExecutable,
   findFreePortFrom,
   getFreePort,
-  isProcessAlive,
-  readJson,
+  awaitStartedServer,
+  recordedServer,
   retryStart,
   spawnServer,
-  waitUntilReady,
   type LocalServer,
   type LogFn,
 } from './local-process.js';
@@ -95,12 +94,6 @@ export async function isLocalNatsUsable(url: string): Promise<boolean> {
   return (await canConnectNats(url, true)) && !(await canConnectNats(bare));
 }
 
-/** What a persistent server records so a later run can find it. */
-interface ServerRecord {
-  pid: number;
-  url: string;
-}
-
 /** Starts `nats-server -js` with its store in `options.dir`; in persistent mode reuses one already running there. */
 export async function startLocalNats(options: LocalNatsOptions): Promise<LocalServer> {
   const natsServer = await ensureExecutable('nats-server', 'nats-server', options.log);
@@ -108,8 +101,8 @@ export async function startLocalNats(options: LocalNatsOptions): Promise<LocalSe
   const recordFile = path.join(options.dir, 'server.json');
 
   if (options.persistent) {
-    const record = readJson<ServerRecord>(recordFile);
-    if (record !== undefined && isProcessAlive(record.pid) && (await isLocalNatsUsable(record.url))) {
+    const record = await recordedServer(recordFile, isLocalNatsUsable);
+    if (record) {
       options.log(`nats: reusing server pid ${record.pid} from ${options.dir} at ${splitNatsUrl(record.url).url}`);
       return { url: record.url, owned: false, stop: async () => undefined };
     }
@@ -128,13 +121,7 @@ export async function startLocalNats(options: LocalNatsOptions): Promise<LocalSe
       stopSignal: 'SIGTERM',
     });
     const url = localNatsUrl(port);
-    try {
-      await waitUntilReady(server, () => canConnectNats(url), 30_000, `accepting connections on port ${port}`);
-    } catch (error) {
-      await server.stop();
-      throw error;
-    }
-    if (options.persistent) await writeFile(recordFile, JSON.stringify({ pid: server.pid, url } satisfies ServerRecord));
+    await awaitStartedServer(server, { url, probe: () => canConnectNats(url), what: `accepting connections on port ${port}`, ...(options.persistent ? { recordFile } : {}) });
     options.log(`nats: started pid ${server.pid} at nats://127.0.0.1:${port} (users and permissions from nats-permissions.ts)`);
     return { url, owned: true, stop: () => server.stop() };
   });

@@ -5,6 +5,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -313,6 +314,38 @@ export async function waitUntilReady(
     }
     await delay(100);
   }
+}
+
+/** What a persistent server records in its folder so a later run can find it. */
+interface ServerRecord {
+  pid: number;
+  url: string;
+}
+
+/**
+ * The server a persistent run recorded in `recordFile`, when its process is still alive and `usable(url)`; undefined
+ * when there is none to reuse (start one).
+ */
+export async function recordedServer(recordFile: string, usable: (url: string) => Promise<boolean>): Promise<ServerRecord | undefined> {
+  const record = readJson<ServerRecord>(recordFile);
+  return record !== undefined && isProcessAlive(record.pid) && (await usable(record.url)) ? record : undefined;
+}
+
+/**
+ * Waits until a just-spawned `server` answers `probe` (stopping it when it never does) and, when `recordFile` is
+ * given (a persistent run), records it there for recordedServer.
+ */
+export async function awaitStartedServer(
+  server: SpawnedServer,
+  { url, probe, what, recordFile }: { url: string; probe: () => Promise<boolean>; what: string; recordFile?: string },
+): Promise<void> {
+  try {
+    await waitUntilReady(server, probe, 30_000, what);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  if (recordFile !== undefined) await writeFile(recordFile, JSON.stringify({ pid: server.pid, url } satisfies ServerRecord));
 }
 
 /**

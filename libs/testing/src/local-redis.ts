@@ -1,18 +1,17 @@
 /**
  * A local Redis server (Debian package `redis-server`).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import path from 'node:path';
 import {
   ensureExecutable,
   findFreePortFrom,
   getFreePort,
-  isProcessAlive,
-  readJson,
+  awaitStartedServer,
+  recordedServer,
   retryStart,
   spawnServer,
-  waitUntilReady,
   type LocalServer,
   type LogFn,
 } from './local-process.js';
@@ -52,12 +51,6 @@ export function canPingRedis(url: string, timeoutMs = 2000): Promise<boolean> {
   });
 }
 
-/** What a persistent server records so a later run can find it. */
-interface ServerRecord {
-  pid: number;
-  url: string;
-}
-
 /** Starts `redis-server` bound to 127.0.0.1; in persistent mode reuses one already running from `options.dir`. */
 export async function startLocalRedis(options: LocalRedisOptions): Promise<LocalServer> {
   const redisServer = await ensureExecutable('redis-server', 'redis-server', options.log);
@@ -65,8 +58,8 @@ export async function startLocalRedis(options: LocalRedisOptions): Promise<Local
   const recordFile = path.join(options.dir, 'server.json');
 
   if (options.persistent) {
-    const record = readJson<ServerRecord>(recordFile);
-    if (record !== undefined && isProcessAlive(record.pid) && (await canPingRedis(record.url))) {
+    const record = await recordedServer(recordFile, canPingRedis);
+    if (record) {
       options.log(`redis: reusing server pid ${record.pid} from ${options.dir} at ${record.url}`);
       return { url: record.url, owned: false, stop: async () => undefined };
     }
@@ -85,13 +78,7 @@ export async function startLocalRedis(options: LocalRedisOptions): Promise<Local
       stopSignal: 'SIGTERM',
     });
     const url = `redis://127.0.0.1:${port}`;
-    try {
-      await waitUntilReady(server, () => canPingRedis(url), 30_000, `answering PING on ${url}`);
-    } catch (error) {
-      await server.stop();
-      throw error;
-    }
-    if (options.persistent) await writeFile(recordFile, JSON.stringify({ pid: server.pid, url } satisfies ServerRecord));
+    await awaitStartedServer(server, { url, probe: () => canPingRedis(url), what: `answering PING on ${url}`, ...(options.persistent ? { recordFile } : {}) });
     options.log(`redis: started pid ${server.pid} at ${url}`);
     return { url, owned: true, stop: () => server.stop() };
   });
