@@ -116,7 +116,7 @@ export const responseSchemas = {
     userId: { type: "string" },
     orgId: { type: "string", pattern: "^org_" },
     plan: { type: "string", enum: ["free", "starter", "pro", "scale"] },
-    role: { type: ["string", "null"], enum: ["owner", "admin", "member", null], description: "The user's role in the org" },
+    role: { ...nullableString, description: "The user's role in the org (owner, admin or member) when known" },
     credential: { ...nullableString, description: "How this request authenticated, e.g. api_key or session" },
   }),
   JobType: object({
