@@ -8,7 +8,9 @@ import type { AuthResources } from "../auth-resources.js";
 import { openAuthResources } from "../open-auth-resources.js";
 import { createApiKey } from "../api-keys/api-keys.service.js";
 import { grantCredits, type BalanceView } from "../billing/credit-ledger.js";
-import { createOrg, setOrgPlan, setWebhookTarget } from "../orgs/orgs.service.js";
+import { createOrg } from "../orgs/create-org.js";
+import { setWebhookTarget } from "../orgs/org-webhook.js";
+import { setOrgPlan } from "../orgs/set-org-plan.js";
 import { checkWebhookChange } from "../orgs/webhook-rules.js";
 import { createBetterAuth, type RenderbusAuth } from "../sessions/better-auth.js";
 

@@ -5,7 +5,7 @@ import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
 import type { AuthResources } from "../auth-resources.js";
 import { enqueueApiKeyRevoked, enqueueOrgUpdated } from "../events/auth-events.js";
-import { effectiveRole } from "../orgs/orgs.service.js";
+import { effectiveRole } from "../orgs/membership.js";
 import { generateApiKey, hashApiKey, isWellFormedApiKey, keyStart, validKeyName } from "./api-key.js";
 
 type ApiKeyRow = AuthTables["api_keys"];

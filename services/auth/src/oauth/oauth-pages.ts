@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthConfig } from "../config.js";
 import type { AuthResources } from "../auth-resources.js";
-import { membershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/membership.js";
 import { AUTH_BASE_PATH, type RenderbusAuth } from "../sessions/better-auth.js";
 import { OAUTH_CONSENT_PATH, OAUTH_SIGN_IN_PATH } from "./oauth-provider.js";
 

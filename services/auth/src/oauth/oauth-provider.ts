@@ -3,7 +3,7 @@ import { oauthProvider } from "@better-auth/oauth-provider";
 import { createAuthMiddleware } from "better-auth/api";
 import type { AuthConfig } from "../config.js";
 import type { AuthResources } from "../auth-resources.js";
-import { membershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/membership.js";
 
 /** The server-rendered sign-in page of the OAuth flow (served by the auth service, reached through the gateway). */
 export const OAUTH_SIGN_IN_PATH = "/auth/oauth/sign-in";

@@ -2,7 +2,7 @@ import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AuthResources } from "../auth-resources.js";
 import { tokenHashOf } from "./oauth-provider.js";
-import { membershipIn } from "../orgs/orgs.service.js";
+import { membershipIn } from "../orgs/membership.js";
 
 /** Opaque access tokens are Better Auth's random strings; anything else is refused before any lookup. */
 const ACCESS_TOKEN_PATTERN = /^[A-Za-z0-9_.~-]{16,512}$/;

@@ -10,7 +10,8 @@ import { createSecretBox } from "../crypto/secret-box.js";
 import { AUTH_SCHEMA, type AuthTables } from "../database.js";
 import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
 import type { AuthResources } from "../auth-resources.js";
-import { membershipOf, orgView } from "./orgs.service.js";
+import { membershipOf } from "./membership.js";
+import { orgView } from "./org-view.js";
 
 /**
  * Upgrading a deployment made before organizations moved to Better Auth's plugin: its orgs and members become

@@ -8,7 +8,8 @@ import type { Logger } from "@renderbus/telemetry";
 import { betterAuthSecretOf, type AuthConfig } from "../config.js";
 import type { AuthResources } from "../auth-resources.js";
 import { AUTH_SCHEMA } from "../database.js";
-import { afterOrganizationCreated, createOrg, membershipOf, type OrganizationApi } from "../orgs/orgs.service.js";
+import { afterOrganizationCreated, createOrg, type OrganizationApi } from "../orgs/create-org.js";
+import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
 

@@ -1,7 +1,7 @@
 import { unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AuthResources } from "../auth-resources.js";
-import { membershipOf } from "../orgs/orgs.service.js";
+import { membershipOf } from "../orgs/membership.js";
 import type { RenderbusAuth } from "./better-auth.js";
 
 /**
