@@ -125,4 +125,16 @@ describe("the API reference at /docs in a real browser", () => {
     expect(foreignRequests).toEqual([]);
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it("opens the built-in request client without reaching another host or breaking the CSP", async () => {
+    await page.goto("/docs#tag/jobs/GET/jobs");
+    const operation = page.locator('[id$="tag/jobs/GET/jobs"]').first();
+    await operation.getByRole("button", { name: "Test Request" }).click();
+    await page.getByRole("dialog").first().waitFor();
+    // The client loads parts of itself lazily; give any such request (or a font, or telemetry) time to show up.
+    await page.waitForTimeout(1_000);
+    expect(foreignRequests).toEqual([]);
+    expect(await page.evaluate(() => (globalThis as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 120_000);
 });
