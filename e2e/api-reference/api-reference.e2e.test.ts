@@ -105,6 +105,9 @@ describe("the API reference at /docs in a real browser", () => {
     await page.getByRole("option", { name: "SDK (@renderbus/sdk)" }).click();
     await expect.poll(() => operation.innerText()).toContain("await client.jobs.submit(");
 
+    // How to authenticate is in the introduction, above the operations.
+    expect(await page.locator("body").innerText()).toContain("Authorization: Bearer rb_...");
+
     mkdirSync(join(repoRoot, "test-artifacts"), { recursive: true });
     await operation.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(repoRoot, "test-artifacts", "api-reference.png") });
