@@ -14,7 +14,7 @@ import type { DeliverySender } from "../sending/delivery-sender.js";
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
 
-/** The job events planForJobEvent acts on; `job.queued`, `job.dispatched` and progress never reach the dispatcher. */
+/** The job events workOfJobEvent acts on; `job.queued`, `job.dispatched` and progress never reach the dispatcher. */
 export const DISPATCHER_SUBJECTS = [
   "jobs.events.job.running",
   "jobs.events.job.completed",
@@ -37,8 +37,8 @@ export interface JobEventsConsumerOptions {
 /** What ingest needs of the delivery sender. */
 export type FreshDeliverySender = Pick<DeliverySender, "wake" | "lease" | "reserve" | "launch">;
 
-/** What one job event means for the dispatcher. */
-interface Plan {
+/** What one job event means for the dispatcher (not a billing plan). */
+export interface JobEventWork {
   orgId: string;
   /** A webhook to send, when the org takes webhooks. */
   webhook?: { event: string; jobId: string; body: unknown; eventAt: number };
@@ -47,7 +47,7 @@ interface Plan {
 }
 
 /** Maps a job event (subject + body) to the dispatcher's work; pure. Undefined for events it ignores. */
-export function planForJobEvent(subject: string, data: unknown): Plan | undefined {
+export function workOfJobEvent(subject: string, data: unknown): JobEventWork | undefined {
   switch (subject) {
     case "jobs.events.job.running": {
       const started = data as jobEvents.JobStarted;
@@ -86,27 +86,27 @@ export function planForJobEvent(subject: string, data: unknown): Plan | undefine
   }
 }
 
-/** An event ready to be written: its plan and, when it owes a webhook, the org's target. */
+/** An event ready to be written: its work and, when it owes a webhook, the org's target. */
 interface PlannedEvent {
   eventId: string;
-  plan: Plan;
+  work: JobEventWork;
   target: WebhookTarget | undefined;
   /** The event's trace (groups mix events of many traces), stored with its delivery. */
   traceHeaders: Record<string, string>;
 }
 
 /** The webhook delivery an event owes, when its org takes webhooks. */
-function deliveryOf({ eventId, plan, target, traceHeaders }: PlannedEvent): NewDelivery | undefined {
-  if (!plan.webhook || !target || !acceptsWebhooks(target)) return undefined;
+function deliveryOf({ eventId, work, target, traceHeaders }: PlannedEvent): NewDelivery | undefined {
+  if (!work.webhook || !target || !acceptsWebhooks(target)) return undefined;
   return {
-    orgId: plan.orgId,
-    event: plan.webhook.event,
+    orgId: work.orgId,
+    event: work.webhook.event,
     sourceEventId: eventId,
-    jobId: plan.webhook.jobId,
-    batchId: plan.terminal?.batchId ?? null,
+    jobId: work.webhook.jobId,
+    batchId: work.terminal?.batchId ?? null,
     url: target.url,
-    body: JSON.stringify(plan.webhook.body),
-    eventAt: plan.webhook.eventAt,
+    body: JSON.stringify(work.webhook.body),
+    eventAt: work.webhook.eventAt,
     traceHeaders,
   };
 }
@@ -119,7 +119,7 @@ function deliveryOf({ eventId, plan, target, traceHeaders }: PlannedEvent): NewD
  * Returns, per event, whether a delivery was created that still waits for a claim.
  */
 async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDeliverySender, events: PlannedEvent[]): Promise<boolean[]> {
-  if (events.every(({ plan }) => !plan.batchCreated && !plan.terminal)) {
+  if (events.every(({ work }) => !work.batchCreated && !work.terminal)) {
     const deliveries = events.flatMap((event) => deliveryOf(event) ?? []);
     const slots = sender.reserve(deliveries.length);
     let created: DeliveryRow[] = [];
@@ -150,12 +150,12 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
       ).map((row) => row.event_id),
     );
     const deliveries: NewDelivery[] = [];
-    for (const { eventId, plan, target, traceHeaders } of events) {
+    for (const { eventId, work, target, traceHeaders } of events) {
       if (!fresh.has(eventId)) continue;
       // A batch's events are few next to its jobs' events: these stay one statement each.
-      if (plan.batchCreated) await recordBatchCreated(trx, { batchId: plan.batchCreated.batchId, orgId: plan.orgId, jobCount: plan.batchCreated.jobCount, createdAt: plan.batchCreated.createdAt });
-      if (plan.terminal) await recordTerminalJob(trx, plan.terminal);
-      const delivery = deliveryOf({ eventId, plan, target, traceHeaders });
+      if (work.batchCreated) await recordBatchCreated(trx, { batchId: work.batchCreated.batchId, orgId: work.orgId, jobCount: work.batchCreated.jobCount, createdAt: work.batchCreated.createdAt });
+      if (work.terminal) await recordTerminalJob(trx, work.terminal);
+      const delivery = deliveryOf({ eventId, work, target, traceHeaders });
       if (delivery) deliveries.push(delivery);
     }
     const created = new Set((await insertDeliveries(trx, deliveries, { now })).flatMap((row) => (row.source_event_id ? [row.source_event_id] : [])));
@@ -198,14 +198,14 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
   const writer = new GroupCommit<PlannedEvent, boolean>((events) => writePlannedEvents(db, options.sender, events), options.concurrency);
 
   const handle = async (message: BusMessage<unknown>): Promise<void> => {
-    const plan = planForJobEvent(message.subject, message.data);
-    if (!plan) return;
+    const work = workOfJobEvent(message.subject, message.data);
+    if (!work) return;
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
-    const target = plan.webhook ? await targets.get(plan.orgId) : undefined;
+    const target = work.webhook ? await targets.get(work.orgId) : undefined;
     // True when a delivery was created that waits for a claim (the sender attempts leased ones already).
-    let waiting = await writer.submit({ eventId, plan, target, traceHeaders: currentTraceHeaders() });
-    const batchId = plan.terminal?.batchId ?? plan.batchCreated?.batchId;
+    let waiting = await writer.submit({ eventId, work, target, traceHeaders: currentTraceHeaders() });
+    const batchId = work.terminal?.batchId ?? work.batchCreated?.batchId;
     if (batchId && (await createBatchDelivery(batchId, eventId))) waiting = true;
     if (waiting) options.sender.wake();
   };
