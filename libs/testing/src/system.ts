@@ -112,11 +112,11 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     WEBHOOKS_GRPC_PORT: String(webhooksGrpc),
     WEBHOOKS_GRPC_ADDRESS: `127.0.0.1:${webhooksGrpc}`,
     OUTPUT_DIR: options.outputDir,
-    ...options.env,
-  };
     // Inputs and webhook receivers of tests (and npm start's demo) are on 127.0.0.1: lift the SSRF guards, except in
     // production mode, whose systems (the security suite) keep them unless a test lifts them itself.
     ...(options.env?.MODE === "production" ? {} : { ALLOW_PRIVATE_ADDRESSES: "true" }),
+    ...options.env,
+  };
   // Production refuses the derived development keys of internal call tokens: give the system real ones of its own.
   if (env.MODE === "production" && !env.SERVICE_TOKEN_KEYS) {
     env.SERVICE_TOKEN_KEYS = SERVICES.map((service) => `${service}:test:${randomBytes(32).toString("base64url")}`).join(",");
