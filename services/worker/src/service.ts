@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
+import { DEFAULT_PLANS } from "@renderbus/plans";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
 import type { Logger, Registry } from "@renderbus/telemetry";
@@ -79,6 +80,8 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     headersTimeoutMs: config.INPUT_HEADERS_TIMEOUT_MS,
     bodyIdleTimeoutMs: config.INPUT_BODY_IDLE_TIMEOUT_MS,
   });
+  // Outputs outlive their download links by nothing: once the retention period is over, the files go too.
+  const retentionMs = config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000;
   const deps: JobRunnerDeps = {
     jobs: jobsClient,
     billing: billingClient,
@@ -88,10 +91,10 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     workerId,
     publicUrl: config.PUBLIC_URL,
     outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
-    outputRetentionMs: config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000,
+    outputRetentionMs: retentionMs,
     inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
-    // The free plan's limits (SPEC section 2), for a work message without limits.
-    fallbackLimits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024 },
+    // For a work message without limits: the free plan's.
+    fallbackLimits: { maxRunSeconds: DEFAULT_PLANS.free.maxRunSeconds, maxInputBytes: DEFAULT_PLANS.free.maxInputBytes },
   };
   const running = new RunningJobs();
   // A cancel missed on core NATS still reaches a running job: its status is polled every second (cancel-poller.ts).
@@ -110,8 +113,6 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     });
   const metrics = options.metrics ? registerWorkerMetrics(options.metrics, bus) : undefined;
 
-  // Outputs outlive their download links by nothing: once the retention period is over, the files go too.
-  const retentionMs = config.OUTPUT_RETENTION_DAYS * 24 * 60 * 60 * 1000;
   const pruneOutputs = () => {
     deps.outputs.deleteStoredBefore?.(Date.now() - retentionMs).then(
       (deleted) => deleted > 0 && logger.info({ deleted }, "expired outputs deleted"),
