@@ -3,7 +3,7 @@ import type { Plan, PlanName } from "@renderbus/plans";
 import type { Logger } from "@renderbus/telemetry";
 import type { CreditCheck } from "./billing/credit-check.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
-import type { JobCreator } from "./job/job-store.js";
+import type { JobCreator } from "./job/job-creator.js";
 import type { Scheduler } from "./scheduler/scheduler.js";
 import type { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
 

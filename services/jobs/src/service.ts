@@ -10,7 +10,7 @@ import { billingCreditCheck, type CreditCheck } from "./billing/credit-check.js"
 import type { JobsConfig } from "./config.js";
 import type { JobsDatabase } from "./db/jobs-database.js";
 import type { JobsDeps } from "./deps.js";
-import { JobCreator } from "./job/job-store.js";
+import { JobCreator } from "./job/job-creator.js";
 import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
 import { registerJobsMetrics } from "./metrics.js";
 import { jobsRetentionSteps } from "./retention/prune.js";

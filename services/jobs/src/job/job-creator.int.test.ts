@@ -7,7 +7,7 @@ import { newId } from "@renderbus/ids";
 import { startTracing, withTraceHeaders, type Tracing } from "@renderbus/telemetry";
 import { startJobsHarness, type JobsHarness } from "../testing/jobs-harness.js";
 import { decide } from "./decide.js";
-import { JobCreator, type NewJob } from "./job-store.js";
+import { JobCreator, type NewJob } from "./job-creator.js";
 
 let harness: JobsHarness;
 let tracing: Tracing;
