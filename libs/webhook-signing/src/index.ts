@@ -25,3 +25,5 @@ export function webhookHeaderNames(brand = "Renderbus") {
     attempt: `X-${brand}-Attempt`,
   } as const;
 }
+
+export { standardWebhookHeaders, standardWebhookKey, type StandardWebhookHeaders } from "./standard-webhooks.js";
