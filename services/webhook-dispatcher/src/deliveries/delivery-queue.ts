@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import { deliveryChange } from "../sending/decide-delivery.js";
+import { deliveryChange, type RowIndependentTransition } from "../sending/decide-delivery.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
 /** NOTIFY channel that wakes every replica's sender when a delivery becomes due. */
@@ -74,20 +74,15 @@ export async function nextDueAt(db: DispatcherDb, now = Date.now()): Promise<num
 
 /** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */
 export async function postponeLease(db: DispatcherDb, deliveryId: string, leaseToken: string, until: number): Promise<void> {
-  await db
-    .updateTable("deliveries")
-    .set(deliveryChange({ type: "Postponed", until }))
-    .where("id", "=", deliveryId)
-    .where("lease_token", "=", leaseToken)
-    .execute();
+  await changeHeldDelivery(db, deliveryId, leaseToken, { type: "Postponed", until });
 }
 
 /** Gives a claimed delivery back untouched (shutdown mid-attempt): it is due again at once. */
 export async function releaseLease(db: DispatcherDb, deliveryId: string, leaseToken: string, now = Date.now()): Promise<void> {
-  await db
-    .updateTable("deliveries")
-    .set(deliveryChange({ type: "Released", now }))
-    .where("id", "=", deliveryId)
-    .where("lease_token", "=", leaseToken)
-    .execute();
+  await changeHeldDelivery(db, deliveryId, leaseToken, { type: "Released", now });
+}
+
+/** Applies a transition to a delivery while `leaseToken` still holds it (a replica that took it over wins). */
+async function changeHeldDelivery(db: DispatcherDb, deliveryId: string, leaseToken: string, transition: RowIndependentTransition): Promise<void> {
+  await db.updateTable("deliveries").set(deliveryChange(transition)).where("id", "=", deliveryId).where("lease_token", "=", leaseToken).execute();
 }
