@@ -24,19 +24,23 @@ export type JobEvent =
 
 export type JobEventType = JobEvent["type"];
 
-/** State of one job, folded from its events by `evolve`. */
-export interface JobState {
-  id: string;
-  orgId: string;
-  batchId: string | undefined;
-  type: string;
-  status: JobStatus;
+/** What a submission fixes for the job's whole life. */
+export interface JobSubmission {
   inputs: Record<string, unknown>;
   params: Record<string, unknown>;
   metadata: Record<string, unknown>;
   plan: string;
   limits: JobLimits;
   submittedBy: string;
+}
+
+/** State of one job, folded from its events by `evolve`. */
+export interface JobState extends JobSubmission {
+  id: string;
+  orgId: string;
+  batchId: string | undefined;
+  type: string;
+  status: JobStatus;
   result: jobs.JobResult | undefined;
   cost: jobs.JobCost | undefined;
   error: jobs.JobError | undefined;
@@ -48,20 +52,7 @@ export interface JobState {
 
 /** What a caller asks the job aggregate to do. `now` is passed in so `decide` stays pure. */
 export type JobCommand =
-  | {
-      type: "QueueJob";
-      jobId: string;
-      orgId: string;
-      batchId?: string;
-      jobType: string;
-      inputs: Record<string, unknown>;
-      params: Record<string, unknown>;
-      metadata: Record<string, unknown>;
-      plan: string;
-      limits: JobLimits;
-      submittedBy: string;
-      now: number;
-    }
+  | ({ type: "QueueJob"; jobId: string; orgId: string; batchId?: string; jobType: string; now: number } & JobSubmission)
   | { type: "DispatchJob"; now: number }
   | { type: "StartJob"; workerId: string; now: number }
   | { type: "CompleteJob"; result: jobs.JobResult; cost: jobs.JobCost; now: number }
