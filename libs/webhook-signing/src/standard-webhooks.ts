@@ -6,8 +6,11 @@ export interface StandardWebhookHeaders {
   "webhook-id": string;
   /** When the attempt was signed, in unix seconds. */
   "webhook-timestamp": string;
-  /** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one entry per secret, space separated. */
-  "webhook-signature": string;
+  /**
+   * `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one entry per secret, space separated; absent without a
+   * secret (as the seed's signature header is).
+   */
+  "webhook-signature"?: string;
 }
 
 const SECRET_PREFIX = "whsec_";
@@ -26,8 +29,8 @@ export function standardWebhookKey(secret: string): Buffer {
 
 /**
  * Signs a delivery the Standard Webhooks way: HMAC-SHA256 over `{id}.{timestamp}.{body}` (the exact body string,
- * as UTF-8), once per secret (several while a secret rotates). Empty secrets are skipped; with none left the result
- * is undefined and no Standard Webhooks header should be sent, as the seed's signature header is left out then.
+ * as UTF-8), once per secret (several while a secret rotates). Empty secrets are skipped; with none left there is no
+ * `webhook-signature`, as the seed's signature header is left out then, but the id and timestamp are still sent.
  */
 export function standardWebhookHeaders({
   id,
@@ -39,10 +42,10 @@ export function standardWebhookHeaders({
   timestampSeconds: number;
   body: string | Uint8Array;
   secrets: readonly string[];
-}): StandardWebhookHeaders | undefined {
-  const keys = secrets.filter((secret) => secret !== "").map(standardWebhookKey);
-  if (keys.length === 0) return undefined;
+}): StandardWebhookHeaders {
   const timestamp = String(Math.floor(timestampSeconds));
+  const keys = secrets.filter((secret) => secret !== "").map(standardWebhookKey);
+  if (keys.length === 0) return { "webhook-id": id, "webhook-timestamp": timestamp };
   const signatures = keys.map((key) => `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.`).update(body).digest("base64")}`);
   return { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signatures.join(" ") };
 }

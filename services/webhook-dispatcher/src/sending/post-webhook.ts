@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { isIP, type Socket } from "node:net";
-import { signatureOf, webhookHeaderNames } from "@renderbus/webhook-signing";
+import { signatureOf, standardWebhookHeaders, webhookHeaderNames } from "@renderbus/webhook-signing";
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from "./address-guard.js";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -83,8 +83,11 @@ export interface AttemptResult {
   responseExcerpt: string | null;
 }
 
-/** The headers of SPEC section 7, in the configured brand. */
-export function webhookHeaders(request: WebhookRequest): Record<string, string> {
+/**
+ * The headers of SPEC section 7, in the configured brand, and beside them the Standard Webhooks headers of section 7a
+ * (`webhook-id` = the delivery id, `webhook-timestamp` = `now` in unix seconds, signed again on every attempt).
+ */
+export function webhookHeaders(request: WebhookRequest, now = Date.now()): Record<string, string> {
   const names = webhookHeaderNames(request.brand);
   return {
     "content-type": "application/json",
@@ -93,6 +96,7 @@ export function webhookHeaders(request: WebhookRequest): Record<string, string> 
     [names.delivery]: request.deliveryId,
     [names.attempt]: String(request.attempt),
     ...(request.secret ? { [names.signature]: signatureOf(request.body, request.secret) } : {}),
+    ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret] : [] }),
   };
 }
 
