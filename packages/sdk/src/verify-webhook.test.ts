@@ -1,6 +1,7 @@
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 // The dispatcher's signer (test-only import: the SDK itself must not depend on @renderbus/* at runtime).
-import { signatureOf } from "@renderbus/webhook-signing";
+import { signatureOf, standardWebhookHeaders } from "@renderbus/webhook-signing";
 import { constructWebhookEvent, verifyWebhook, WebhookVerificationError } from "./verify-webhook.js";
 
 const secret = "whsec_test_secret";
@@ -63,5 +64,75 @@ describe("constructWebhookEvent", () => {
   it("returns the parsed payload of a valid webhook and throws WebhookVerificationError otherwise", () => {
     expect(constructWebhookEvent(body, headersFor(signatureOf(body, secret)), secret)).toMatchObject({ event: "job.completed", jobId: "job_1" });
     expect(() => constructWebhookEvent(body, headersFor(signatureOf(body, "nope")), secret)).toThrow(WebhookVerificationError);
+  });
+});
+
+describe("verifyWebhook with Standard Webhooks headers", () => {
+  const standardSecret = `whsec_${Buffer.from("sdk standard webhooks test key!!").toString("base64")}`;
+  const id = "del_01JD0000000000000000000000";
+  const nowMs = 1_760_000_000_000;
+  const nowSeconds = nowMs / 1000;
+  /** What the dispatcher sends: both schemes, signed with the same secret. */
+  const delivery = (signingSecret = standardSecret, timestampSeconds = nowSeconds, signedBody = body): Record<string, string> => ({
+    ...standardWebhookHeaders({ id, timestampSeconds, body: signedBody, secrets: [signingSecret] }),
+    "x-renderbus-signature": signatureOf(signedBody, signingSecret),
+    "x-renderbus-delivery": id,
+  });
+  const at = { now: nowMs };
+
+  it("accepts a request signed by the dispatcher, with a whsec_ secret or a plain one", () => {
+    expect(verifyWebhook(body, delivery(), standardSecret, at)).toBe(true);
+    expect(verifyWebhook(Buffer.from(body), new Headers(delivery()), standardSecret, at)).toBe(true);
+    expect(verifyWebhook(body, delivery("a-plain-org-secret"), "a-plain-org-secret", at)).toBe(true);
+  });
+
+  it("accepts what the standardwebhooks package signs (base64 key after whsec_)", () => {
+    const signature = new Webhook(standardSecret).sign(id, new Date(nowMs), body);
+    const headers = { "webhook-id": id, "webhook-timestamp": String(nowSeconds), "webhook-signature": signature };
+    expect(verifyWebhook(body, headers, standardSecret, at)).toBe(true);
+  });
+
+  it("judges a request with webhook-signature by it alone: a valid seed signature does not rescue a bad one", () => {
+    const headers: Record<string, string> = { ...delivery(), "webhook-signature": `v1,${Buffer.alloc(32).toString("base64")}` };
+    expect(headers["x-renderbus-signature"]).toBe(signatureOf(body, standardSecret));
+    expect(verifyWebhook(body, headers, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, headers, standardSecret, { ...at, scheme: "seed" })).toBe(true);
+  });
+
+  it("rejects a timestamp more than 5 minutes from now either way, unless the tolerance is widened", () => {
+    expect(verifyWebhook(body, delivery(standardSecret, nowSeconds - 300), standardSecret, at)).toBe(true);
+    expect(verifyWebhook(body, delivery(standardSecret, nowSeconds - 301), standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, delivery(standardSecret, nowSeconds + 301), standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, delivery(standardSecret, nowSeconds - 3600), standardSecret, { ...at, toleranceSeconds: 3600 })).toBe(true);
+  });
+
+  it("rejects a tampered body, id or timestamp, another secret, and missing or malformed headers", () => {
+    const headers = delivery();
+    expect(verifyWebhook(body.replace("job_1", "job_2"), headers, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { ...headers, "webhook-id": "del_other" }, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { ...headers, "webhook-timestamp": String(nowSeconds - 1) }, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { ...headers, "webhook-timestamp": `${nowSeconds}.0` }, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, headers, `whsec_${Buffer.from("another key").toString("base64")}`, at)).toBe(false);
+    const { "webhook-id": _id, ...withoutId } = headers;
+    expect(verifyWebhook(body, withoutId, standardSecret, at)).toBe(false);
+    const { "webhook-timestamp": _timestamp, ...withoutTimestamp } = headers;
+    expect(verifyWebhook(body, withoutTimestamp, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { ...headers, "webhook-signature": headers["webhook-signature"]!.replace("v1,", "v2,") }, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { ...headers, "webhook-signature": "v1,not base64!" }, standardSecret, at)).toBe(false);
+    expect(verifyWebhook(body, { "x-renderbus-signature": headers["x-renderbus-signature"] }, standardSecret, { ...at, scheme: "standard" })).toBe(false);
+  });
+
+  it("accepts any v1 entry of several (a rotation) and either of several secrets", () => {
+    const oldSecret = "whsec_b2xkIHNlY3JldA==";
+    const rotated = { ...standardWebhookHeaders({ id, timestampSeconds: nowSeconds, body, secrets: [standardSecret, oldSecret] }) };
+    expect(verifyWebhook(body, rotated, oldSecret, at)).toBe(true);
+    expect(verifyWebhook(body, rotated, standardSecret, at)).toBe(true);
+    expect(verifyWebhook(body, delivery(oldSecret), ["whsec_bmV3", oldSecret], at)).toBe(true);
+    expect(verifyWebhook(body, delivery(oldSecret), ["whsec_bmV3"], at)).toBe(false);
+  });
+
+  it("constructWebhookEvent parses a verified standard delivery and throws on a stale one", () => {
+    expect(constructWebhookEvent(body, delivery(), standardSecret, at)).toMatchObject({ jobId: "job_1" });
+    expect(() => constructWebhookEvent(body, delivery(standardSecret, nowSeconds - 600), standardSecret, at)).toThrow(WebhookVerificationError);
   });
 });
