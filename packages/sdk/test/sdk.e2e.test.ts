@@ -55,6 +55,9 @@ describe("SDK against the running system: submit, paginate, wait, verify a real 
     );
     expect(verifyWebhook(hook.rawBody, hook.headers, secret)).toBe(true);
     expect(verifyWebhook(hook.rawBody, hook.headers, "whsec_wrong")).toBe(false);
+    // A real delivery carries both signatures, and each verifies on its own.
+    expect(verifyWebhook(hook.rawBody, hook.headers, secret, { scheme: "standard" })).toBe(true);
+    expect(verifyWebhook(hook.rawBody, hook.headers, secret, { scheme: "seed" })).toBe(true);
     expect(JSON.parse(hook.rawBody.toString())).toMatchObject({ event: "job.completed", jobId: done.id });
 
     const missing = await client.jobs.get("job_01J00000000000000000000000").catch((error: unknown) => error);
