@@ -27,6 +27,8 @@ export interface BenchEnvironment {
   namespace: string;
   /** Last lines each service printed, for error reports. */
   tail(service: ServiceName): string[];
+  /** Calls `listener` with every line `service` prints from now on, until the returned function is called. */
+  watch(service: ServiceName, listener: (line: string) => void): () => void;
   stop(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
   const namespace = `bench${randomBytes(4).toString("hex")}`;
   const outputDir = await mkdtemp(join(tmpdir(), "rb-bench-out-"));
   const tails = new Map<ServiceName, string[]>();
+  const watchers = new Set<{ service: ServiceName; listener: (line: string) => void }>();
   let system: RunningSystem;
   try {
     system = await startSystem({
@@ -55,6 +58,7 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
         lines.push(line);
         if (lines.length > 50) lines.shift();
         tails.set(service, lines);
+        for (const watcher of watchers) if (watcher.service === service) watcher.listener(line);
       },
     });
   } catch (error) {
@@ -67,6 +71,11 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
     databaseUrl,
     namespace,
     tail: (service) => tails.get(service) ?? [],
+    watch: (service, listener) => {
+      const watcher = { service, listener };
+      watchers.add(watcher);
+      return () => watchers.delete(watcher);
+    },
     stop: async () => {
       await system.stop();
       await infra.stop().catch(() => undefined);

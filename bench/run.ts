@@ -10,6 +10,7 @@ import { Bus } from "@renderbus/bus";
 import { benchAuthenticatedReads } from "./benchmarks/authenticated-reads.js";
 import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
 import { benchJobAcceptance } from "./benchmarks/job-acceptance.js";
+import { benchJobOverhead } from "./benchmarks/job-overhead.js";
 import { memoryResult } from "./benchmarks/memory.js";
 import { benchQueuedToRunning } from "./benchmarks/queued-to-running.js";
 import { benchWebhooks } from "./benchmarks/webhooks.js";
@@ -92,6 +93,8 @@ async function main(): Promise<number> {
     await run("queued-to-running", () => benchQueuedToRunning(ctx));
     await run("webhooks", () => benchWebhooks(ctx));
     await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
+    // Before job-acceptance, whose waiting jobs would share the worker with the measured ones.
+    await run("job-overhead", () => benchJobOverhead(ctx));
     await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));
     benchmarks.push(memoryResult(idle, sampler.stop()));
     benchmarks.sort((a, b) => Number(a.title.split(".")[0]) - Number(b.title.split(".")[0]));
