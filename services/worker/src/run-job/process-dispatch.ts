@@ -69,10 +69,20 @@ export async function processDispatch(
     maxInputBytes: dispatch.limits?.maxInputBytes || deps.fallbackLimits.maxInputBytes,
   };
   const workDir = await mkdtemp(path.join(tmpdir(), "renderbus-job-"));
+  // Milliseconds each phase took, logged with "job completed" (bench/benchmarks/job-overhead.ts reads them to see
+  // where a job's time goes beyond ffmpeg's own).
+  const phasesMs: Record<string, number> = {};
+  let phaseStart = performance.now();
+  const phaseEnded = (phase: string) => {
+    const now = performance.now();
+    phasesMs[phase] = Math.round((now - phaseStart) * 10) / 10;
+    phaseStart = now;
+  };
   try {
     // Before any byte is downloaded: an org that cannot pay for the least the job costs gets no bandwidth or disk.
     const minimum = minimumReservation(type);
     await reserveJobCredits(deps.billing, { orgId, jobId, credits: minimum.credits, breakdown: minimum.breakdown });
+    phaseEnded("reserveMinimum");
     const inputUrls = Object.fromEntries(
       Object.entries(dispatch.inputs ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[1] !== ""),
     );
@@ -85,6 +95,7 @@ export async function processDispatch(
       signal,
     });
     if (signal.aborted) throw new JobCancelledError();
+    phaseEnded("downloadAndProbe");
 
     const outputKind = JOB_TYPES[type].output;
     let sourceDurationMs = probes.source?.durationMs ?? null;
@@ -93,6 +104,7 @@ export async function processDispatch(
       sourceDurationMs = await countVideoDurationMs(inputs.source!, { timeoutMs: limits.maxRunSeconds * 1000 });
       if (sourceDurationMs === null) throw inputError("inputs.source: states no duration and its length could not be measured");
       log.info({ sourceDurationMs }, "source length measured by counting packets");
+      phaseEnded("countPackets");
     }
     const reservation = reservationFor(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes, sourceDurationMs));
     await reserveJobCredits(deps.billing, { orgId, jobId, credits: reservation.credits, breakdown: reservation.breakdown });
@@ -102,6 +114,7 @@ export async function processDispatch(
       if (error instanceof AppError && error.code === "CONFLICT") throw new JobCancelledError();
       throw error;
     }
+    phaseEnded("reserveAndStart");
     log.info({ reserved: reservation.credits, coveredMs: reservation.coveredMs }, "job started");
 
     const output = await runProvider(type, {
@@ -114,6 +127,7 @@ export async function processDispatch(
       onSpawn: hooks.onSpawn,
       maxOutputMs: reservation.coveredMs,
     });
+    phaseEnded("provider");
     // Measured before it is stored: an output the reservation cannot be raised to cover is never published.
     const metadata = await stat(output.path).then((file) => measureOutput(type, output, file.size)).catch(() => {
       throw providerError("the provider produced an unreadable output");
@@ -126,8 +140,10 @@ export async function processDispatch(
       log.warn({ reserved: reservation.credits, credits: cost.credits, breakdown: cost.breakdown }, "output priced above its reservation; raising it");
       await reserveJobCredits(deps.billing, { orgId, jobId, credits: cost.credits, breakdown: cost.breakdown });
     }
+    phaseEnded("measureOutput");
     const outputKey = `${orgId}/${jobId}/output.${output.extension}`;
     const { size } = await deps.outputs.put(outputKey, output.path, output.contentType);
+    phaseEnded("storeOutput");
     const url = signOutputUrl({ publicUrl: deps.publicUrl, key: outputKey, expiresAt: Date.now() + deps.outputRetentionMs, secret: deps.outputSigningSecret });
     try {
       await deps.jobs.completeJob({
@@ -149,7 +165,8 @@ export async function processDispatch(
       if (error instanceof AppError && error.code === "CONFLICT") return "cancelled";
       throw error;
     }
-    log.info({ credits: cost.credits, fileSize: size }, "job completed");
+    phaseEnded("reportCompletion");
+    log.info({ credits: cost.credits, fileSize: size, phasesMs }, "job completed");
     return "completed";
   } catch (error) {
     if (error instanceof JobCancelledError) {
