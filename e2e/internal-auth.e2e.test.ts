@@ -149,6 +149,13 @@ describe("internal gRPC calls need a valid call token of a caller the method acc
     const submitted = await rest("POST", "/jobs", { type: "extract.metadata", inputs: { source: hangingUrl } });
     expect(submitted.status).toBe(201);
     runningJobId = submitted.body.data.id;
+    // The worker reserves the job's minimum price before it downloads (and then hangs on) the input: wait for that
+    // reservation, so the snapshots compared below are both taken after it.
+    const deadline = Date.now() + 60_000;
+    while ((await rest("GET", "/billing/balance")).body.data.reserved < 1) {
+      if (Date.now() > deadline) throw new Error("the worker never reserved the in-flight job's credits");
+      await new Promise((done) => setTimeout(done, 100));
+    }
   }, 180_000);
 
   afterAll(async () => {
