@@ -45,6 +45,8 @@ beforeAll(async () => {
     DISPATCHER_LEASE_GRACE_MS: "1000",
     DISPATCHER_ACK_WAIT_MS: "3000",
     DISPATCHER_POLL_INTERVAL_MS: "200",
+    // The receiver is on 127.0.0.1: the replicas started as child processes need the guard lifted as the harness does.
+    ALLOW_PRIVATE_ADDRESSES: "true",
   };
   inProcess = await startTestDispatcher(testConfig({ databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address }, env));
 });
