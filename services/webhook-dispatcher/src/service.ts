@@ -114,6 +114,9 @@ export async function startDispatcherService(
   const rpc = createRpcServer(identity, logger);
   rpc.add(webhooks.WebhooksService, webhooksRpc({ db, targets, sender, leaseMs }));
   const grpcPort = await rpc.listen(config.WEBHOOKS_GRPC_PORT, config.WEBHOOKS_GRPC_HOST);
+  // A JetStream consume loop that is down (its durable deleted, being re-created) answers health NOT_SERVING.
+  rpc.setServing(bus.isReady());
+  bus.onReadinessChange((ready) => rpc.setServing(ready));
 
   // Served on every interface so Prometheus can scrape the pod; METRICS_PORT unset disables it.
   const metricsServer = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(metrics.registry, config.METRICS_PORT);
