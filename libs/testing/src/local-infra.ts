@@ -159,12 +159,17 @@ async function provideServer(
   }
   if (options.persistent) {
     if (await kind.isUsable(probeUrl)) {
-      options.log(`${kind.name}: using the server at ${probeUrl}`);
+      options.log(`${kind.name}: using the server at ${withoutPassword(probeUrl)}`);
       return externalServer(probeUrl);
     }
-    options.log(`${kind.name}: nothing usable at ${probeUrl}; using a local server in ${options.dir}`);
+    options.log(`${kind.name}: nothing usable at ${withoutPassword(probeUrl)}; using a local server in ${options.dir}`);
   }
   return kind.start(options);
+}
+
+/** A URL as it may be printed: a password in it (the dev NATS superuser's) becomes `***`. */
+function withoutPassword(url: string): string {
+  return url.replace(/:\/\/([^:@/]+):[^@/]+@/, '://$1:***@');
 }
 
 async function stopAll(servers: LocalServer[], removeRunDir: () => Promise<void>): Promise<void> {
