@@ -192,7 +192,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
 
   return {
     workerId,
-    isReady: () => !shuttingDown && !bus.nc.isClosed() && !bus.nc.isDraining(),
+    isReady: () => !shuttingDown && !bus.nc.isClosed() && !bus.nc.isDraining() && consumer.isReady(),
     fatalContext() {
       return { jobId: running.current(), runningJobIds: running.entries().map(([jobId]) => jobId) };
     },

@@ -42,6 +42,8 @@ export interface DispatchDelivery {
 export interface DispatchConsumer {
   /** Stops fetching and waits for the jobs in hand to settle (the handler decides to ack or nak them). */
   stop(): Promise<void>;
+  /** False while the workers' durable is missing and being declared again: no job can be taken meanwhile. */
+  isReady(): boolean;
 }
 
 const FETCH_EXPIRES_MS = 2000;
@@ -81,9 +83,13 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
   // The durable deleted under running workers (an operator, a rollout) is declared again, once for all slots;
   // otherwise every fetch would come back empty from then on and no job would ever be taken again (finding 17).
   let redeclaring: Promise<void> | undefined;
+  let durableMissing = false;
   const redeclare = () =>
-    (redeclaring ??= ensureDurable()
-      .then(() => logger.info("dispatch durable declared again"))
+    (redeclaring ??= ((durableMissing = true), ensureDurable())
+      .then(() => {
+        durableMissing = false;
+        logger.info("dispatch durable declared again");
+      })
       .catch((error: unknown) => logger.warn({ err: error }, "declaring the dispatch durable again failed"))
       .finally(() => (redeclaring = undefined)));
   const consumer = await bus.js.consumers.get(stream, WORKERS_DURABLE);
@@ -164,5 +170,6 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
       clearInterval(durableCheck);
       await Promise.allSettled(slots);
     },
+    isReady: () => !durableMissing,
   };
 }

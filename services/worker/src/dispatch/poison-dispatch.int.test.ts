@@ -91,4 +91,22 @@ describe("the dispatch durable deleted under a running worker (SECURITY-AUDIT fi
       await consumer.stop();
     }
   });
+
+  it("reports not ready while the durable cannot be declared again (its stream is gone), and ready once it is", async () => {
+    const consumer = await consumeDispatches({ bus, logger, concurrency: 1, ackWaitMs: 1000, retryBaseMs: 10, handle: async () => undefined });
+    try {
+      expect(consumer.isReady()).toBe(true);
+      await bus.jsm.streams.delete(bus.streamName(STREAMS.jobDispatch));
+      const until = async (ready: boolean) => {
+        const deadline = Date.now() + 20_000;
+        while (consumer.isReady() !== ready && Date.now() < deadline) await sleep(50);
+        expect(consumer.isReady()).toBe(ready);
+      };
+      await until(false);
+      await bus.ensureStreams([STREAMS.jobDispatch]);
+      await until(true);
+    } finally {
+      await consumer.stop();
+    }
+  });
 });
