@@ -193,7 +193,7 @@ describe("the OpenAPI document at /openapi.json", () => {
     expect(schemas.JobFailedEvent!.properties).not.toHaveProperty("cost");
     expect(schemas.JobCompletedEvent!.required).toEqual(["event", "jobId", "result", "cost", "timing"]);
     const headers = (document.webhooks["job.completed"].post.parameters as { name: string }[]).map((parameter) => parameter.name);
-    expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt"]));
+    expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt", "webhook-id", "webhook-timestamp", "webhook-signature"]));
   });
 
   it("describes request bodies with the same schemas that validate them (unknown fields rejected)", () => {

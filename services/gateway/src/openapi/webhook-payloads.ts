@@ -103,6 +103,13 @@ const deliveryHeaders = [
   { name: "X-Renderbus-Delivery", description: "The delivery id (`del_...`), stable across attempts: dedupe on it" },
   { name: "X-Renderbus-Attempt", description: "1 for the first attempt, then 2, 3, 4 for the retries" },
   { name: "User-Agent", description: "Renderbus-Webhooks/<version>" },
+  { name: "webhook-id", description: "Standard Webhooks: the delivery id (`del_...`), the same as X-Renderbus-Delivery" },
+  { name: "webhook-timestamp", description: "Standard Webhooks: when this attempt was signed, in Unix seconds; reject it when more than 5 minutes off (replay protection)" },
+  {
+    name: "webhook-signature",
+    description:
+      'Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`; a `whsec_<base64>` secret is decoded for the HMAC, any other secret is used as its UTF-8 bytes. Verify with the `standardwebhooks` package or `verifyWebhook` from `@renderbus/sdk`.',
+  },
 ].map(({ name, description }) => ({ name, in: "header", required: true, description, schema: { type: "string" } }));
 
 const receiverResponses = {
