@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { NODE_BUNDLE, npmPackagesExternal } from './build-services.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -18,31 +19,13 @@ export const IMAGE_TOOLS = {
   'deploy/probes/grpc-health.ts': 'deploy/probes/dist/grpc-health.mjs',
 };
 
-const npmPackagesExternal = {
-  name: 'npm-packages-external',
-  setup(build) {
-    build.onResolve({ filter: /^[^./]/ }, (args) => {
-      if (args.path.startsWith('@renderbus/')) return undefined;
-      return { path: args.path, external: true };
-    });
-  },
-};
-
 export async function buildImageTools() {
   await Promise.all(
     Object.entries(IMAGE_TOOLS).map(([entry, outfile]) =>
       build({
-        absWorkingDir: root,
+        ...NODE_BUNDLE,
         entryPoints: [path.join(root, entry)],
         outfile: path.join(root, outfile),
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        sourcemap: true,
-        sourcesContent: false,
-        keepNames: true,
-        logLevel: 'warning',
         // The admin CLI runs when `import.meta.url` is the script node was started with: in the bundle, the bundle's.
         plugins: [npmPackagesExternal],
       }),

@@ -27,7 +27,7 @@ function servicesToBuild(names) {
 }
 
 /** Bundles the workspace's own code, leaves every npm package (and node: built-in) to node's resolver. */
-const npmPackagesExternal = {
+export const npmPackagesExternal = {
   name: 'npm-packages-external',
   setup(build) {
     build.onResolve({ filter: /^[^./]/ }, (args) => {
@@ -71,25 +71,30 @@ function sourceLocationImportMeta(outdir) {
 }
 
 /** Builds the bundles; returns per-service output sizes. */
+/** esbuild options every bundle run by plain node shares (services and the image's operator tools). */
+export const NODE_BUNDLE = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  // Stack traces only need the mappings; the sources are in the image and the checkout.
+  sourcesContent: false,
+  // Class and function names stay as written: logs and error reports print them.
+  keepNames: true,
+  logLevel: 'warning',
+};
+
 export async function buildServices(names = []) {
   const built = [];
   await Promise.all(
     servicesToBuild(names).map(async (service) => {
       const outdir = path.join(servicesDir, service, 'dist');
       const result = await build({
-        absWorkingDir: root,
         entryPoints: [path.join(servicesDir, service, 'src', 'main.ts')],
         outfile: path.join(outdir, 'main.mjs'),
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node20',
-        sourcemap: true,
-        // Stack traces only need the mappings; the sources are in the image and the checkout.
-        sourcesContent: false,
-        // Class and function names stay as written: logs and error reports print them.
-        keepNames: true,
-        logLevel: 'warning',
+        ...NODE_BUNDLE,
         metafile: true,
         plugins: [npmPackagesExternal, sourceLocationImportMeta(outdir)],
       });
