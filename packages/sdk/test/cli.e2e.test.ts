@@ -169,7 +169,7 @@ describe("renderbus CLI against the running system", () => {
     let output = "";
     listener.stdout!.on("data", (chunk) => (output += chunk));
     listener.stderr!.on("data", (chunk) => (output += chunk));
-    await waitFor(() => output.includes("Ready!"), { timeoutMs: 60_000, what: "listener ready" });
+    await waitFor(() => output.includes("Ready!") && output.includes("(verify with"), { timeoutMs: 60_000, what: "listener ready" });
     expect(output).toContain(`signing secret is ${localSecret}`);
 
     const tested = await run("webhooks", "test");
