@@ -13,7 +13,7 @@ import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
 
-/** The dashboard session cookie (SPEC: exactly this name). */
+/** The dashboard session cookie (docs/concepts.md: exactly this name, part of the contract). */
 export const SESSION_COOKIE = "rb_session";
 /** Session lifetime: 30 days. */
 export const SESSION_SECONDS = 30 * 24 * 60 * 60;
@@ -57,7 +57,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
       // Better Auth turns its limiter on only when NODE_ENV=production, which no deployment sets: on, everywhere.
       // Counts live in the database, so every auth replica shares them. Keyed by client IP only, this is the
       // backstop behind the gateway's limits (services/gateway/src/auth/auth-abuse-limits.ts: per account and per
-      // IP, with the SPEC 429 body), so it is set looser than those and a client behind the gateway meets them first.
+      // IP, with the documented 429 body), so it is set looser than those and a client behind the gateway meets them first.
       enabled: true,
       storage: "database",
       customRules: BETTER_AUTH_RATE_LIMITS,
