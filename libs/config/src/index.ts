@@ -37,5 +37,6 @@ export function loadConfigOrExit<S extends z.ZodObject>(schema: S, service: stri
 }
 
 export { env } from "./env.js";
+export { findExecutable, pathDirectories } from "./find-executable.js";
 export { commonConfigSchema, databaseVariables, streamVariables } from "./common-config.js";
 export { isKnownDevelopmentSecret, requireProductionSecrets, type SecretsOf } from "./production-secrets.js";
