@@ -13,9 +13,9 @@ export const configSchema = commonConfigSchema.extend({
   WEBHOOKS_GRPC_HOST: z.string().default("127.0.0.1"),
   /** Prometheus `/metrics` over plain HTTP; 0 picks a free port, unset disables it. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  /** Delays before retries 1, 2, 3, ... after each failed attempt; one more attempt than entries in all (docs/webhooks.md: 3). */
+  /** Delays before retries 1, 2, 3, ... after each failed attempt; one more attempt than entries in all (seed: 3). */
   WEBHOOK_RETRY_SCHEDULE_MS: env.intList("5000,25000,125000"),
-  /** An attempt without a 2xx answer inside this time counts as failed (docs/webhooks.md: 10 s). */
+  /** An attempt without a 2xx answer inside this time counts as failed (seed: 10 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** `X-<brand>-Signature` etc., so receivers written for another brand of the protocol keep working. */
   WEBHOOK_HEADER_BRAND: z.string().regex(/^[A-Za-z0-9-]+$/).default("Renderbus"),

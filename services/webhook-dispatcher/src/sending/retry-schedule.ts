@@ -17,7 +17,7 @@ export interface NextState {
 /**
  * Decides what follows attempt number `chainAttempt` (1-based, within the current chain) of a delivery.
  * With the schedule [5000, 25000, 125000]: after failed attempts 1, 2, 3 the next one is due 5 s, 25 s and 125 s
- * later; after the fourth fails the delivery is failed (docs/webhooks.md: three retry delays).
+ * later; after the fourth fails the delivery is failed (seed section 8: three retry delays).
  */
 export function decideAfterAttempt(chainAttempt: number, outcome: AttemptOutcome, scheduleMs: readonly number[]): NextState {
   if (outcome.succeeded) return { status: "succeeded", nextAttemptAt: null };
