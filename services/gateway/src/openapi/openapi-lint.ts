@@ -13,7 +13,7 @@ const GENERIC_SCHEMAS = new Set(["#/components/schemas/Data", "#/components/sche
 /**
  * What a reader of /docs, a client or an SDK generator would miss in the document, beyond what `redocly lint` checks
  * (openapi-redocly.test.ts): operations without a summary or description, without a 4xx response, with an error
- * response (4xx or 5xx) that does not carry the error body, with a success body of unknown shape, or without a
+ * response (4xx or 5xx) that does not carry the SPEC error body, with a success body of unknown shape, or without a
  * curl sample. An empty list means every operation is documented.
  */
 export function undocumentedProblems(document: Pick<OpenApiDocument, "paths">): string[] {
