@@ -76,7 +76,7 @@ describe("authentication, API keys and rate limits through two gateway replicas"
     }
   });
 
-  it("answers every kind of bad credential with exactly the SPEC 401 body", async () => {
+  it("answers every kind of bad credential with exactly the documented 401 body", async () => {
     const cases: Record<string, string>[] = [
       {},
       { authorization: "Bearer" },

@@ -16,7 +16,7 @@ interface JobKind {
  *
  * The issue's target is "scheduler + dispatch overhead only", so it is judged on `qr.generate`, which has no input:
  * the worker starts it as soon as it has the dispatch. `extract.metadata` is reported beside it: before `running`
- * (SPEC: the provider process started) the worker downloads and probes the input and reserves credits for it.
+ * (docs/concepts.md: the provider process started) the worker downloads and probes the input and reserves credits for it.
  */
 export async function benchQueuedToRunning(ctx: BenchContext): Promise<BenchmarkResult> {
   const kinds: JobKind[] = [

@@ -10,7 +10,7 @@ import { api, createOrg, makeTestVideo, repoRoot, waitFor } from "../helpers.js"
 import { operationsOf, requestsFor, type FuzzRequest } from "./openapi-fuzz.js";
 
 /** Every error code and its HTTP status (docs/concepts.md, "Errors"). */
-const SPEC_ERRORS: Record<string, number> = {
+const DOCUMENTED_ERRORS: Record<string, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   PLAN_LIMIT: 403,
@@ -94,7 +94,7 @@ describe("bad input", () => {
       await waitFor(async () => (TERMINAL.includes((await call("GET", `/jobs/${job.body.data.id}`)).body.data.status) ? true : undefined), { timeoutMs: 90_000, what: "the seed job" });
     }, 120_000);
 
-    it(`answers ${REQUESTS} invalid requests over every operation with 4xx SPEC errors, no 5xx, and no state change`, async () => {
+    it(`answers ${REQUESTS} invalid requests over every operation with documented 4xx errors, no 5xx, and no state change`, async () => {
       const document = (await (await fetch(`${system.gatewayUrl}/openapi.json`)).json()) as Parameters<typeof operationsOf>[0];
       const operations = operationsOf(document);
       expect(operations.length).toBeGreaterThanOrEqual(19);
@@ -230,8 +230,8 @@ function judge(request: FuzzRequest, status: number, text: string): string | und
     return "4xx body is not JSON";
   }
   const code = body?.error?.code;
-  if (typeof code !== "string" || !(code in SPEC_ERRORS)) return `error code ${String(code)} is not a SPEC code`;
-  if (SPEC_ERRORS[code] !== status) return `${code} came with ${status}, SPEC says ${SPEC_ERRORS[code]}`;
+  if (typeof code !== "string" || !(code in DOCUMENTED_ERRORS)) return `error code ${String(code)} is not a documented code`;
+  if (DOCUMENTED_ERRORS[code] !== status) return `${code} came with ${status}, docs/concepts.md says ${DOCUMENTED_ERRORS[code]}`;
   if (typeof body.error!.message !== "string" || body.error!.message.length === 0) return "error without a message";
   if (/node_modules|\bat .+:\d+:\d+|select .+ from /i.test(text)) return "error leaks internals";
   if (request.expectStatus !== undefined && status !== request.expectStatus) return `expected ${request.expectStatus}`;

@@ -3,7 +3,7 @@ import fc from "fast-check";
 /**
  * Generators of invalid requests, derived from the live OpenAPI document. Every request they make is wrong in at
  * least one way the API must refuse (bad credential, bad id, bad query value, bad body, bad idempotency key), so
- * the only acceptable answers are 4xx with a SPEC error body, and nothing may change.
+ * the only acceptable answers are 4xx with the documented error body, and nothing may change.
  */
 
 export interface JsonSchema {
@@ -237,7 +237,7 @@ function badAuthHeaders(validKey: string): fc.Arbitrary<Record<string, string>> 
   );
 }
 
-/** An Idempotency-Key the API refuses: too long, or with spaces or non-ASCII (SPEC: printable ASCII, 1-255). */
+/** An Idempotency-Key the API refuses: too long, or with spaces or non-ASCII (docs/concepts.md#idempotency: printable ASCII, 1-255). */
 const badIdempotencyKey = fc.oneof(
   fc.integer({ min: 256, max: 4000 }).map((length) => "k".repeat(length)),
   fc.stringMatching(/^[a-z]{1,10}$/).map((word) => `${word} ${word}`),

@@ -1,7 +1,7 @@
 import { type ErrorCode, UNAUTHORIZED_MESSAGE, httpStatusOf } from "./codes.js";
 
 /**
- * An error that is part of the product contract: it carries a SPEC error code and a message that is safe to show
+ * An error that is part of the product contract: it carries an error code of docs/concepts.md#errors and a message that is safe to show
  * to the caller. Anything thrown that is not an AppError is a bug and surfaces as INTERNAL_ERROR with a generic
  * message.
  */
@@ -58,7 +58,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
 }
 
 /**
- * Converts anything thrown into an AppError: a dependency outage becomes SERVICE_UNAVAILABLE (SPEC: 503, retry
+ * Converts anything thrown into an AppError: a dependency outage becomes SERVICE_UNAVAILABLE (503, safe to retry: docs/concepts.md#rate-limits
  * later); other unknown errors become INTERNAL_ERROR without leaking details.
  */
 export function toAppError(error: unknown): AppError {

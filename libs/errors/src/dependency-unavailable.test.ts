@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isDependencyUnavailable, toAppError } from "./app-error.js";
 
-describe("dependency outages become SERVICE_UNAVAILABLE (SPEC: 503, retry later)", () => {
+describe("dependency outages become SERVICE_UNAVAILABLE (503, retry later: docs/concepts.md)", () => {
   it.each([
     ["a refused socket", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })],
     ["PostgreSQL shutting down (57P01)", Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })],

@@ -17,7 +17,7 @@ import {
 } from "./index.js";
 
 describe("error codes", () => {
-  it("maps every SPEC code to its HTTP status", () => {
+  it("maps every error code to its documented HTTP status (docs/concepts.md#errors)", () => {
     expect(ERROR_CODES).toEqual({
       UNAUTHORIZED: 401,
       FORBIDDEN: 403,
@@ -44,7 +44,7 @@ describe("error codes", () => {
 });
 
 describe("AppError", () => {
-  it("carries its code, HTTP status and SPEC body", () => {
+  it("carries its code, HTTP status and the documented error body", () => {
     const error = new AppError("CONFLICT", "Job is already completed");
     expect(error.httpStatus).toBe(409);
     expect(error.toBody()).toEqual({ error: { code: "CONFLICT", message: "Job is already completed" } });

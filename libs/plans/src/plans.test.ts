@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_PLANS, isPlanName, loadPlans, planOf } from "./index.js";
 
 describe("loadPlans", () => {
-  it("returns the SPEC table without PLANS_JSON", () => {
+  it("returns the documented plan table (docs/concepts.md) without PLANS_JSON", () => {
     expect(loadPlans(undefined)).toEqual(DEFAULT_PLANS);
     expect(loadPlans("")).toEqual(DEFAULT_PLANS);
     expect(DEFAULT_PLANS.pro).toMatchObject({ requestsPerMinute: 60, concurrency: 10, maxBatchSize: 25, webhooks: true });

@@ -38,7 +38,7 @@ function audienceOf(Constructor: { service: object }): ServiceName {
 /**
  * Creates a client for a service at `address` (host:port) whose calls return promises, carry a deadline, the
  * caller's trace context and a call token from `credentials` (the calling service's identity, acting for the call's
- * `auth` when given), and fail with AppError (the SPEC code when the server sent one, SERVICE_UNAVAILABLE when the
+ * `auth` when given), and fail with AppError (the error code when the server sent one, SERVICE_UNAVAILABLE when the
  * server cannot be reached).
  */
 export function createRpcClient<C extends Client>(Constructor: ClientConstructor<C>, address: string, credentials: CallCredentials): PromiseClient<C> {

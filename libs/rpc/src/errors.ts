@@ -1,7 +1,7 @@
 import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { AppError, isErrorCode, serviceUnavailable, type ErrorCode } from "@renderbus/errors";
 
-/** gRPC status for each SPEC error code: the one mapping between the two, used in both directions. */
+/** gRPC status for each error code of docs/concepts.md#errors: the one mapping between the two, used in both directions. */
 const GRPC_STATUS: Record<ErrorCode, status> = {
   UNAUTHORIZED: status.UNAUTHENTICATED,
   FORBIDDEN: status.PERMISSION_DENIED,
@@ -20,14 +20,14 @@ const GRPC_STATUS: Record<ErrorCode, status> = {
 
 const CODE_KEY = "rb-error-code";
 
-/** An AppError as a gRPC error: the exact SPEC code rides in trailing metadata, the status is its nearest match. */
+/** An AppError as a gRPC error: the exact error code rides in trailing metadata, the status is its nearest match. */
 export function toServiceError(error: AppError): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set(CODE_KEY, error.code);
   return { code: GRPC_STATUS[error.code], details: error.message, metadata };
 }
 
-/** A gRPC error as an AppError: the SPEC code when the server sent one, else derived from the transport status. */
+/** A gRPC error as an AppError: the error code when the server sent one, else derived from the transport status. */
 export function fromServiceError(error: ServiceError): AppError {
   const code = error.metadata?.get(CODE_KEY)[0];
   if (typeof code === "string" && isErrorCode(code)) return new AppError(code, error.details);

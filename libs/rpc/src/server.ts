@@ -19,7 +19,7 @@ export interface CallContext {
   metadata: Metadata;
 }
 
-/** A service implementation whose methods are async functions; errors thrown as AppError keep their SPEC code. */
+/** A service implementation whose methods are async functions; errors thrown as AppError keep their error code (docs/concepts.md#errors). */
 export type AsyncService<Impl> = {
   // ts-proto's server interfaces extend grpc-js's UntypedServiceImplementation, whose string index signature must
   // not become a required member here.

@@ -3,11 +3,11 @@
  * picking ports, spawning servers that die with their parent, waiting for readiness, and error reporting.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, closeSync, constants, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { promisify } from 'node:util';
+import { findExecutable as findExecutableIn, pathDirectories } from '@renderbus/config';
 
 const execFileAsync = promisify(execFile);
 
@@ -31,18 +31,8 @@ export class LocalInfraError extends Error {
 
 /** Returns the absolute path of the first executable called `name` in `dirs`, then in PATH; undefined when none. */
 export function findExecutable(name: string, dirs: readonly string[] = []): string | undefined {
-  const pathDirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
   // /usr/sbin is not on a normal user's PATH, but nats-server lives there on Debian.
-  for (const dir of [...dirs, ...pathDirs, '/usr/sbin', '/usr/local/sbin']) {
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here; keep looking
-    }
-  }
-  return undefined;
+  return findExecutableIn(name, [...dirs, ...pathDirectories(), '/usr/sbin', '/usr/local/sbin']);
 }
 
 let aptUpdated = false;

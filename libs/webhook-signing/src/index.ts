@@ -16,7 +16,7 @@ export function verifySignature(rawBody: string | Uint8Array, header: string | u
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** Header names for a brand (SPEC: configurable so receivers written for another brand keep working). */
+/** Header names for a brand (WEBHOOK_HEADER_BRAND, docs/webhooks.md: configurable so receivers written for another brand keep working). */
 export function webhookHeaderNames(brand = "Renderbus") {
   return {
     signature: `X-${brand}-Signature`,

@@ -1,5 +1,5 @@
 /**
- * Thrown for every error response of the API: `code` is the SPEC error code (`NOT_FOUND`, `RATE_LIMITED`, ...),
+ * Thrown for every error response of the API: `code` is the error code (docs/concepts.md#errors) (`NOT_FOUND`, `RATE_LIMITED`, ...),
  * `status` the HTTP status, `requestId` the `X-Request-Id` to quote when asking for support.
  */
 export class RenderbusError extends Error {

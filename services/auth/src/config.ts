@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, requireProductionSecrets } from "@renderbus/config";
+import { commonConfigSchema, databaseVariables, env, requireProductionSecrets, streamVariables } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 import { loadPlans } from "@renderbus/plans";
 import { parseSecretKeyring, SINGLE_KEY_KID, type SecretKeyring } from "./crypto/secret-box.js";
@@ -9,19 +9,10 @@ const DEV_SECRETS_ENCRYPTION_KEY = Buffer.from("renderbus-dev-secrets-key-32byte
 const DEV_BETTER_AUTH_SECRET = "renderbus-development-better-auth-secret-not-for-production";
 
 /** The auth service's environment. Keys are the variable names, so a bad value is reported by its name. */
-export const authConfigSchema = z
-  .object({
-    /** `production` requires HTTPS webhook URLs and real secrets. */
-    MODE: env.mode(),
-    DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
-    NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
-    /** Prefix of subjects and stream names; tests isolate themselves with it. */
-    NATS_NAMESPACE: z.string().regex(/^[A-Za-z0-9_-]*$/, "must be letters, digits, _ or -").default(""),
-    /** Stream replicas of the streams this service declares (3 on a JetStream cluster, like the jobs service). */
-    NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
-    LOG_LEVEL: env.logLevel(),
-    /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
-    OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),
+export const authConfigSchema = commonConfigSchema
+  .extend({
+    ...databaseVariables,
+    ...streamVariables,
     /** gRPC port of the Auth and Billing services (0 picks a free one). */
     AUTH_GRPC_PORT: env.port(50051),
     /** HTTP port of Better Auth's `/auth/*` routes; the gateway proxies `/auth/*` here. */

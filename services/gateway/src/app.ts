@@ -39,7 +39,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // Huge bodies are refused by the body limit, deep ones by the JSON parser below; prototype pollution keys are dropped.
     onProtoPoisoning: "remove",
     onConstructorPoisoning: "remove",
-    // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the SPEC error body too.
+    // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the error body of docs/concepts.md#errors too.
     frameworkErrors: (error, request, reply) => sendError(error, request, reply, deps.logger),
     // `request.ip` is the socket peer unless the peer is a proxy the operator declared (TRUSTED_PROXIES).
     trustProxy: deps.config.TRUSTED_PROXIES.length > 0 ? deps.config.TRUSTED_PROXIES : false,

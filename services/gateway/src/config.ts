@@ -1,11 +1,9 @@
 import { z } from "zod";
-import { env, requireProductionSecrets } from "@renderbus/config";
+import { commonConfigSchema, env, requireProductionSecrets } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Gateway configuration: parsed once from the environment in main.ts. */
-export const gatewayConfigSchema = z.object({
-  MODE: env.mode(),
-  LOG_LEVEL: env.logLevel(),
+export const gatewayConfigSchema = commonConfigSchema.extend({
   GATEWAY_PORT: env.port(3000),
   GATEWAY_HOST: z.string().default("127.0.0.1"),
   /**
@@ -52,8 +50,6 @@ export const gatewayConfigSchema = z.object({
   AUTH_SIGN_UP_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_PASSWORD_RESET_PER_IP_LIMIT: z.coerce.number().int().positive().default(5),
-  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
-  NATS_NAMESPACE: z.string().default(""),
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
   REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
   OUTPUT_DIR: z.string().default(".data/outputs"),
@@ -89,7 +85,6 @@ export const gatewayConfigSchema = z.object({
   /** Open SSE streams (job events and webhook events together) per org across all replicas (Redis); 429 beyond. */
   SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
   PLANS_JSON: z.string().optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })

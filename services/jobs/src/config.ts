@@ -1,16 +1,11 @@
 import { z } from "zod";
-import { env } from "@renderbus/config";
+import { commonConfigSchema, databaseVariables, env, streamVariables } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Jobs service configuration: parsed once from the environment in main.ts. */
-export const jobsConfigSchema = z.object({
-  MODE: env.mode(),
-  LOG_LEVEL: env.logLevel(),
-  DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
-  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
-  NATS_NAMESPACE: z.string().default(""),
-  /** Stream replicas when the service declares streams (3 on a JetStream cluster). */
-  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+export const jobsConfigSchema = commonConfigSchema.extend({
+  ...databaseVariables,
+  ...streamVariables,
   JOBS_GRPC_PORT: env.port(50052),
   JOBS_GRPC_HOST: z.string().default("127.0.0.1"),
   /** The auth service, whose Billing part answers the credit check at submission. */
@@ -41,7 +36,6 @@ export const jobsConfigSchema = z.object({
   /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */
   DELIVERY_RETENTION_DAYS: z.coerce.number().positive().default(30),
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });

@@ -1,18 +1,11 @@
 import { z } from "zod";
-import { env } from "@renderbus/config";
+import { commonConfigSchema, databaseVariables, env, streamVariables } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** The dispatcher's environment. Keys are the environment variable names. */
-export const configSchema = z.object({
-  MODE: env.mode(),
-  LOG_LEVEL: env.logLevel(),
-  DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
-  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
-  /** Prefix for subjects and stream names; tests isolate themselves with it. */
-  NATS_NAMESPACE: z.string().default(""),
-  /** Stream replicas of the streams this service declares (3 on a JetStream cluster, like the jobs service). */
-  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+export const configSchema = commonConfigSchema.extend({
+  ...databaseVariables,
+  ...streamVariables,
   /** Auth service: the source of each org's webhook URL, secret and plan. */
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
   /** 0 picks a free port (tests). */

@@ -1,20 +1,15 @@
 import { z } from "zod";
-import { env, requireProductionSecrets } from "@renderbus/config";
+import { commonConfigSchema, env, requireProductionSecrets, streamVariables } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** Worker configuration: parsed once from the environment in main.ts. */
-export const workerConfigSchema = z.object({
-  /** `production` requires a real OUTPUT_SIGNING_SECRET and ignores test hooks. */
-  MODE: env.mode(),
+export const workerConfigSchema = commonConfigSchema.extend({
+  ...streamVariables,
   /**
    * `true` turns the SSRF guard off: inputs on private, loopback and link-local addresses are then fetched (a loopback
    * demo, tests). Off by default in every mode.
    */
   ALLOW_PRIVATE_ADDRESSES: env.allowPrivateAddresses(),
-  LOG_LEVEL: env.logLevel(),
-  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
-  NATS_NAMESPACE: z.string().default(""),
-  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** The jobs service, which receives StartJob / CompleteJob / FailJob reports. */
   JOBS_GRPC_ADDRESS: z.string().default("127.0.0.1:50052"),
   /** The auth service, whose Billing part reserves credits before a provider starts. */
@@ -61,7 +56,6 @@ export const workerConfigSchema = z.object({
   OUTPUT_MAX_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
   /** Name reported with StartJob; defaults to host and pid. */
   WORKER_ID: z.string().optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })

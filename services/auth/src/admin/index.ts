@@ -8,7 +8,6 @@ import type { AuthResources } from "../auth-resources.js";
 import { openAuthResources } from "../open-auth-resources.js";
 import { createApiKey } from "../api-keys/api-keys.service.js";
 import { grantCredits, type BalanceView } from "../billing/credit-ledger.js";
-import { createOrg } from "../orgs/create-org.js";
 import { setWebhookTarget } from "../orgs/org-webhook.js";
 import { setOrgPlan } from "../orgs/set-org-plan.js";
 import { checkWebhookChange } from "../orgs/webhook-rules.js";
@@ -53,7 +52,7 @@ export async function createOrgWithKey(store: AdminStore, { name, plan, keyName 
   await sql`
     insert into "user" (id, name, email, "emailVerified", "createdAt", "updatedAt")
     values (${userId}, ${`${name} (service)`}, ${`${userId.toLowerCase()}@service.renderbus.invalid`}, true, ${now}, ${now})`.execute(store.db);
-  const orgId = await createOrg(store.betterAuth.api, { name: name.trim(), plan, ownerUserId: userId });
+  const orgId = await store.betterAuth.createOrg({ name: name.trim(), plan, ownerUserId: userId });
   const created = await createApiKey(store, orgId, userId, keyName);
   return { orgId, userId, apiKeyId: created.apiKey?.id ?? "", apiKey: created.key };
 }

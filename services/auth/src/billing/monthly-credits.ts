@@ -5,7 +5,7 @@ import type { AuthTables } from "../database.js";
 import { topUpCredits } from "./credit-ledger.js";
 
 /**
- * Monthly included credits (SPEC section 2). An org's credit months run from its creation date, like a subscription's
+ * Monthly included credits (docs/concepts.md#credits). An org's credit months run from its creation date, like a subscription's
  * billing anchor: month n starts at `created_at + n months` (a 31st anchor falls on the last day of shorter months).
  * At the start of each month the org's available credits are topped up to its plan's monthly credits: a `grant` of
  * the difference, none when it has that many or more. Unused included credits do not pile up month after month, and

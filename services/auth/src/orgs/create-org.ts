@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import type { PlanName } from "@renderbus/plans";
 import type { AuthResources } from "../auth-resources.js";
@@ -17,29 +16,50 @@ export interface CreateOrgInput {
 }
 
 /**
- * The plan an org being created right now is on. Better Auth's `afterCreateOrganization` hook creates our side of the
- * org and has no way to receive it as an argument; orgs created by users through `/auth/organization/create` have
- * none set and start on `free`.
+ * Creates orgs through Better Auth's organization plugin (the organization, and its owner as first member) and our
+ * side of each (see `ensureOrgSettings`) on its plan, with the plan's monthly credits.
+ *
+ * Our side is created by the plugin's `afterCreateOrganization` hook, which receives only the new organization and
+ * its creator, so `createOrg` hands the plan over explicitly: for the length of its call it files the plan under the
+ * random slug it chose, together with the owner it named, and the hook takes the plan whose slug and owner both match.
+ * An org created any other way (a user through `/auth/organization/create`) matches nothing and starts on `free`.
+ * One instance belongs to one Better Auth instance: `useApi` gives it that instance's API once it exists.
  */
-const planOfOrgBeingCreated = new AsyncLocalStorage<PlanName>();
+export class OrgCreation {
+  private readonly plansBySlug = new Map<string, { plan: PlanName; ownerUserId: string }>();
+  private organizations: OrganizationApi | undefined;
 
-/**
- * Creates an org through Better Auth's organization plugin (the organization, and its owner as first member), then
- * our side of it on `plan` with the plan's monthly credits (see `ensureOrgSettings`, run by the plugin's hook).
- */
-export async function createOrg(organizations: OrganizationApi, { name, plan, ownerUserId }: CreateOrgInput): Promise<string> {
-  const created = await planOfOrgBeingCreated.run(plan, () =>
-    organizations.createOrganization({ body: { name, slug: uniqueSlugOf(name), userId: ownerUserId } }),
-  );
-  // A failing hook fails the call above; the organization it leaves without our row is healed by `membershipOf`.
-  if (!created) throw new Error("Better Auth did not create the organization");
-  return created.id;
+  constructor(private readonly store: AuthResources) {}
+
+  useApi(organizations: OrganizationApi): void {
+    this.organizations = organizations;
+  }
+
+  /** Creates an org on `plan` owned by `ownerUserId`; returns its id. */
+  readonly createOrg = async ({ name, plan, ownerUserId }: CreateOrgInput): Promise<string> => {
+    if (!this.organizations) throw new Error("the organization API is not wired");
+    const slug = uniqueSlugOf(name);
+    this.plansBySlug.set(slug, { plan, ownerUserId });
+    try {
+      const created = await this.organizations.createOrganization({ body: { name, slug, userId: ownerUserId } });
+      // A failing hook fails the call above; the organization it leaves without our row is healed by `membershipOf`.
+      if (!created) throw new Error("Better Auth did not create the organization");
+      return created.id;
+    } finally {
+      this.plansBySlug.delete(slug);
+    }
+  };
+
+  /** The plugin's `afterCreateOrganization`: our side of a new org, on the plan `createOrg` filed for it or `free`. */
+  readonly afterCreateOrganization = async ({ organization, user }: { organization: { id: string; slug: string }; user: { id: string } }): Promise<void> => {
+    await ensureOrgSettings(this.store, organization.id, this.planFor(organization.slug, user.id));
+  };
+
+  private planFor(slug: string, creatorUserId: string): PlanName {
+    const filed = this.plansBySlug.get(slug);
+    return filed && filed.ownerUserId === creatorUserId ? filed.plan : "free";
+  }
 }
-
-/** What `afterCreateOrganization` does: our side of a new org, on the plan of `createOrg` or `free`. */
-export const afterOrganizationCreated = (store: AuthResources) => async ({ organization }: { organization: { id: string } }) => {
-  await ensureOrgSettings(store, organization.id, planOfOrgBeingCreated.getStore() ?? "free");
-};
 
 /**
  * Creates our side of an org (plan, balance, the plan's monthly credits as one `grant` entry) in one transaction,

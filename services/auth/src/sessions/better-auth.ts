@@ -8,12 +8,12 @@ import type { Logger } from "@renderbus/telemetry";
 import { betterAuthSecretOf, type AuthConfig } from "../config.js";
 import type { AuthResources } from "../auth-resources.js";
 import { AUTH_SCHEMA } from "../database.js";
-import { afterOrganizationCreated, createOrg, type OrganizationApi } from "../orgs/create-org.js";
+import { OrgCreation } from "../orgs/create-org.js";
 import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
 
-/** The dashboard session cookie (SPEC: exactly this name). */
+/** The dashboard session cookie (docs/concepts.md: exactly this name, part of the contract). */
 export const SESSION_COOKIE = "rb_session";
 /** Session lifetime: 30 days. */
 export const SESSION_SECONDS = 30 * 24 * 60 * 60;
@@ -39,9 +39,10 @@ export const ORGANIZATIONS_PER_USER = 10;
 /**
  * Better Auth options for Renderbus: email + password, `rb_session`, users with `usr_` ids, organizations with `org_`
  * ids (the organization plugin: members, roles, invitations), a personal org per sign-up, and the OAuth 2.1 provider
- * for MCP agents. `organizations` is the instance's own API, known once the instance exists (the sign-up hook uses it).
+ * for MCP agents. `orgs` creates orgs through the instance's own API once `createBetterAuth` has given it (the sign-up
+ * hook uses it) and holds the plugin hook that creates our side of each org.
  */
-export function betterAuthOptions(config: AuthConfig, store: AuthResources, logger?: Logger, organizations: () => OrganizationApi | undefined = () => undefined) {
+export function betterAuthOptions(config: AuthConfig, store: AuthResources, logger?: Logger, orgs: OrgCreation = new OrgCreation(store)) {
   const secure = new URL(config.PUBLIC_URL).protocol === "https:";
   return {
     appName: "Renderbus",
@@ -56,7 +57,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
       // Better Auth turns its limiter on only when NODE_ENV=production, which no deployment sets: on, everywhere.
       // Counts live in the database, so every auth replica shares them. Keyed by client IP only, this is the
       // backstop behind the gateway's limits (services/gateway/src/auth/auth-abuse-limits.ts: per account and per
-      // IP, with the SPEC 429 body), so it is set looser than those and a client behind the gateway meets them first.
+      // IP, with the documented 429 body), so it is set looser than those and a client behind the gateway meets them first.
       enabled: true,
       storage: "database",
       customRules: BETTER_AUTH_RATE_LIMITS,
@@ -90,9 +91,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
         create: {
           // Every sign-up gets a personal org on the free plan, with the plan's monthly credits.
           after: async (user) => {
-            const api = organizations();
-            if (!api) throw new Error("the organization API is not wired");
-            const orgId = await createOrg(api, { name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
+            const orgId = await orgs.createOrg({ name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
             // Better Auth runs this hook after sign-up's transaction, when the first session already exists.
             await store.db.updateTable("session").set({ activeOrganizationId: orgId }).where("userId", "=", user.id).where("activeOrganizationId", "is", null).execute();
             logger?.info({ userId: user.id, orgId }, "personal organization created");
@@ -115,7 +114,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
         requireEmailVerificationOnInvitation: false,
         invitationExpiresIn: 7 * 24 * 60 * 60,
         // A removed (or leaving) member's API keys stop working; a role change reaches cached keys at once.
-        organizationHooks: { afterCreateOrganization: afterOrganizationCreated(store), ...memberKeyHooks(store) },
+        organizationHooks: { afterCreateOrganization: orgs.afterCreateOrganization, ...memberKeyHooks(store) },
       }),
       renderbusOAuthProvider(config, store),
     ],
@@ -128,12 +127,15 @@ function personalOrgName(name: string | undefined, email: string): string {
   return `${owner.slice(0, 80)}'s organization`;
 }
 
-/** A Better Auth instance over the `auth` schema. */
+/**
+ * A Better Auth instance over the `auth` schema, with `createOrg` (an org on a given plan, owned by a given user)
+ * for operator actions.
+ */
 export function createBetterAuth(config: AuthConfig, store: AuthResources, logger?: Logger) {
-  const self: { api?: OrganizationApi } = {};
-  const auth = betterAuth(betterAuthOptions(config, store, logger, () => self.api));
-  self.api = auth.api;
-  return auth;
+  const orgs = new OrgCreation(store);
+  const auth = betterAuth(betterAuthOptions(config, store, logger, orgs));
+  orgs.useApi(auth.api);
+  return Object.assign(auth, { createOrg: orgs.createOrg });
 }
 
 export type RenderbusAuth = ReturnType<typeof createBetterAuth>;

@@ -78,7 +78,7 @@ export interface SpentBudgets {
 /**
  * The abuse limits on `/auth/*` (SECURITY-AUDIT finding 3), shared by every gateway replica through Redis. Better
  * Auth has a limiter of its own (on in every mode, better-auth.ts) keyed by the IP the gateway forwards; it is set
- * looser than these, so a client meets these first and gets the SPEC body.
+ * looser than these, so a client meets these first and gets the documented 429 body (docs/concepts.md#rate-limits).
  */
 export class AuthAbuseLimits {
   private readonly limiter: SlidingWindowLimiter;

@@ -146,7 +146,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect(answers[`GET //127.0.0.1:${trap.port}/auth/x HTTP/1.1`]).toBe(400);
     });
 
-    it("answers an escaping path itself with the SPEC 404, without asking the auth service", async () => {
+    it("answers an escaping path itself with the documented 404 error body, without asking the auth service", async () => {
       const escaped = await rawRequest(gateway.port, "GET /auth/%2e%2e/healthz HTTP/1.1");
       expect(escaped.status).toBe(404);
       expect(JSON.parse(escaped.body)).toEqual({ error: { code: "NOT_FOUND", message: "No such auth route" } });

@@ -187,7 +187,7 @@ export class CredentialResolver {
     try {
       return await call();
     } catch (error) {
-      // Every credential failure is the one SPEC 401; an unreachable auth service is a 503, never a 500.
+      // Every credential failure is the one documented 401 (UNAUTHORIZED); an unreachable auth service is a 503, never a 500.
       if (error instanceof AppError && error.code === "SERVICE_UNAVAILABLE") throw error;
       if (error instanceof AppError && error.code !== "INTERNAL_ERROR") throw unauthorized();
       throw error;

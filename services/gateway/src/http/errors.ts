@@ -5,7 +5,7 @@ import type { Logger } from "@renderbus/telemetry";
 /** A request target without its query string. */
 export const pathOf = (target: string): string => target.split("?")[0]!;
 
-/** Fastify's own errors (body parsing, limits) as SPEC errors. */
+/** Fastify's own errors (body parsing, limits) as our errors (docs/concepts.md#errors). */
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
@@ -25,7 +25,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 }
 
 /**
- * The one place errors become HTTP responses: SPEC body `{error:{code,message}}`, the code's status, and for 401 a
+ * The one place errors become HTTP responses: the body `{error:{code,message}}` of docs/concepts.md#errors, the code's status, and for 401 a
  * `WWW-Authenticate` challenge. Unknown errors are logged and answered as INTERNAL_ERROR without details.
  */
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {

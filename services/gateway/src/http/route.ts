@@ -43,7 +43,7 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
 }
 
 /**
- * A route of the table, with the request parts it leaves out made strict (SPEC section 6: unknown fields are a 400):
+ * A route of the table, with the request parts it leaves out made strict (docs/concepts.md#errors: unknown fields are a 400):
  * no query schema means no query parameters, no body schema on a POST/PATCH/DELETE means an absent or empty body.
  * Validation, the OpenAPI document and the MCP tools all read these schemas, so they agree on it.
  */

@@ -169,7 +169,7 @@ describe("the OpenAPI document at /openapi.json", () => {
     expect((document.paths["/jobs"] as Record<string, { requestBody: { content: { "application/json": { examples: object } } } }>).post!.requestBody.content["application/json"].examples).toBeDefined();
   });
 
-  it("documents every SPEC error code, each under its HTTP status", () => {
+  it("documents every error code, each under its HTTP status", () => {
     const document = buildOpenApiDocument("http://127.0.0.1:3000");
     const seen = new Set<string>();
     for (const operations of Object.values(document.paths)) {
@@ -189,7 +189,7 @@ describe("the OpenAPI document at /openapi.json", () => {
     const document = buildOpenApiDocument("http://127.0.0.1:3000");
     expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "job.completed", "job.failed", "job.running", "webhook.test"]);
     const schemas = document.components.schemas as Record<string, { required?: readonly string[]; properties?: Record<string, unknown> }>;
-    // SPEC section 7: job.failed carries no cost; job.completed carries result, cost and timing.
+    // docs/webhooks.md: job.failed carries no cost; job.completed carries result, cost and timing.
     expect(schemas.JobFailedEvent!.properties).not.toHaveProperty("cost");
     expect(schemas.JobCompletedEvent!.required).toEqual(["event", "jobId", "result", "cost", "timing"]);
     const headers = (document.webhooks["job.completed"].post.parameters as { name: string }[]).map((parameter) => parameter.name);

@@ -7,7 +7,7 @@ import { extraOperations, type ExtraOperation } from "./extra-operations.js";
 import { LIST_OPERATIONS, responseDataOf, responseSchemas } from "./response-schemas.js";
 import { webhookOperations, webhookPayloadSchemas } from "./webhook-payloads.js";
 
-/** The API version the document carries (paths have no version prefix: SPEC section 1). */
+/** The API version the document carries (paths have no version prefix: docs/concepts.md). */
 export const API_VERSION = "1.0.0";
 
 const TAG_DESCRIPTIONS: Record<string, string> = {

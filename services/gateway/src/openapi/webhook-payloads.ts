@@ -1,6 +1,6 @@
 /**
  * The webhook payloads as JSON Schema, for the OpenAPI document's top-level `webhooks` (OpenAPI 3.1). Shapes follow
- * SPEC section 7 and the dispatcher's `deliveries/payloads.ts`, which builds the exact bytes that are signed.
+ * docs/webhooks.md and the dispatcher's `deliveries/payloads.ts`, which builds the exact bytes that are signed.
  */
 
 const epochMs = { type: "integer", description: "Epoch milliseconds" } as const;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** Shared request schemas. Objects are strict: unknown fields are a 400 (SPEC section 6). */
+/** Shared request schemas. Objects are strict: unknown fields are a 400 (docs/concepts.md#errors). */
 /**
  * The body of a route that takes none: absent (or empty) as today, or `{}`; any field is unknown, so a client that
  * sends options the route does not have learns so instead of having them silently ignored.

@@ -3,7 +3,7 @@ import { deleteInBatches, type RetentionStep } from "@renderbus/db";
 import type { DispatcherTables } from "../database.js";
 
 export interface DispatcherRetention {
-  /** Finished deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; SPEC 7a "Retention 30 days"). */
+  /** Finished deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; docs/webhooks.md: kept 30 days). */
   deliveryRetentionMs: number;
   /** `processed_events` markers and completed batches' bookkeeping (PROCESSED_EVENT_RETENTION_DAYS, 14). */
   processedEventRetentionMs: number;

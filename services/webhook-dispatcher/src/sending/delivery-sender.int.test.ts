@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 describe("webhook delivery", () => {
-  it("sends job.completed signed over the exact raw bytes, with the exact SPEC headers and body", async () => {
+  it("sends job.completed signed over the exact raw bytes, with the exact documented headers and body", async () => {
     const { receiver, orgId } = await receiverForNewOrg();
     const event = jobCompletedEvent(orgId);
     await publisher.publish("job.completed", event);

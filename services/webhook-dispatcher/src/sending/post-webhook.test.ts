@@ -111,7 +111,7 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     expect(ftp).toMatchObject({ succeeded: false, error: "INVALID_URL: unsupported protocol ftp:" });
   });
 
-  it("still delivers to a well-behaved receiver after all of that, with the SPEC headers and the exact body", async () => {
+  it("still delivers to a well-behaved receiver after all of that, with the documented headers and the exact body", async () => {
     let received: { headers: Record<string, unknown>; body: string } | undefined;
     const server = createServer((request, response) => {
       const chunks: Buffer[] = [];

@@ -84,7 +84,7 @@ export interface AttemptResult {
 }
 
 /**
- * The headers of SPEC section 7, in the configured brand, and beside them the Standard Webhooks headers of section 7a
+ * The headers of docs/webhooks.md, in the configured brand, and beside them the Standard Webhooks headers
  * (`webhook-id` = the delivery id, `webhook-timestamp` = `now` in unix seconds, signed again on every attempt).
  */
 export function webhookHeaders(request: WebhookRequest, now = Date.now()): Record<string, string> {

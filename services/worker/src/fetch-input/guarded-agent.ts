@@ -11,42 +11,19 @@ export type { AddressPolicy };
 type ConnectCallback = (error: Error | null, socket: Duplex) => void;
 
 /**
- * net.connect skips `lookup` for IP literals, so those are checked before the connection is made. Handing the
- * error to the agent's callback makes it an `error` event on the request, like any connection failure.
+ * `agent`, made to refuse IP literals of forbidden addresses: net.connect skips `lookup` for those, so they are
+ * checked before the connection is made. Handing the error to the agent's callback makes it an `error` event on the
+ * request, like any connection failure. One function for core's http and https agents alike.
  */
-function refusesLiteral(forbids: AddressPolicy, options: http.ClientRequestArgs, callback: ConnectCallback): boolean {
-  const refusal = refuseBlockedLiteral(String(options.host ?? options.hostname ?? ""), forbids);
-  if (!refusal) return false;
-  process.nextTick(callback, refusal);
-  return true;
-}
-
-class GuardedHttpAgent extends http.Agent {
-  constructor(
-    private readonly forbids: AddressPolicy,
-    options: http.AgentOptions,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: http.ClientRequestArgs, callback: ConnectCallback): Socket | undefined {
-    if (refusesLiteral(this.forbids, options, callback)) return undefined;
-    return super.createConnection(options, callback) as Socket;
-  }
-}
-
-class GuardedHttpsAgent extends https.Agent {
-  constructor(
-    private readonly forbids: AddressPolicy,
-    options: https.AgentOptions,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: http.ClientRequestArgs, callback: ConnectCallback): Socket | undefined {
-    if (refusesLiteral(this.forbids, options, callback)) return undefined;
-    return super.createConnection(options, callback) as Socket;
-  }
+function refusingForbiddenLiterals<A extends http.Agent>(agent: A, forbids: AddressPolicy): A {
+  const connect = agent.createConnection.bind(agent) as (options: http.ClientRequestArgs, callback: ConnectCallback) => Socket | undefined;
+  agent.createConnection = (options: http.ClientRequestArgs, callback: ConnectCallback): Socket | undefined => {
+    const refusal = refuseBlockedLiteral(String(options.host ?? options.hostname ?? ""), forbids);
+    if (!refusal) return connect(options, callback);
+    process.nextTick(callback, refusal);
+    return undefined;
+  };
+  return agent;
 }
 
 /** Deadlines of one input download besides the whole-download one (which the caller gives per download). */
@@ -82,8 +59,8 @@ export function createInputAgent(options: { allowPrivateAddresses: boolean; addr
   const { allowPrivateAddresses } = options;
   const forbids = options.addressPolicy ?? isBlockedAddress;
   const agentOptions: http.AgentOptions = { keepAlive: false, ...(allowPrivateAddresses ? {} : { lookup: createGuardedLookup(forbids) as never }) };
-  const httpAgent = allowPrivateAddresses ? new http.Agent(agentOptions) : new GuardedHttpAgent(forbids, agentOptions);
-  const httpsAgent = allowPrivateAddresses ? new https.Agent(agentOptions) : new GuardedHttpsAgent(forbids, agentOptions);
+  const httpAgent = allowPrivateAddresses ? new http.Agent(agentOptions) : refusingForbiddenLiterals(new http.Agent(agentOptions), forbids);
+  const httpsAgent = allowPrivateAddresses ? new https.Agent(agentOptions) : refusingForbiddenLiterals(new https.Agent(agentOptions), forbids);
   return {
     allowPrivateAddresses,
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_INPUT_TIMEOUTS.connectTimeoutMs,

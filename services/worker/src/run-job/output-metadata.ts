@@ -2,7 +2,7 @@ import { JOB_TYPES, type JobTypeName } from "@renderbus/job-types";
 import { probeMedia } from "../media/probe.js";
 import type { ProviderOutput } from "../providers/index.js";
 
-/** `result.metadata` of SPEC section 4 (null where not applicable). */
+/** `result.metadata` of the job object (docs/concepts.md, "The job object") (null where not applicable). */
 export interface OutputMetadata {
   durationMs: number | null;
   width: number | null;

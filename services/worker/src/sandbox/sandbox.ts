@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
-import { accessSync, constants, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
+import { findExecutable } from "@renderbus/config";
 
 /**
  * How ffmpeg and ffprobe run (SECURITY-AUDIT findings 6 and 12). Both parse media anyone may submit, so each run is
@@ -62,19 +63,7 @@ export const DEFAULT_SANDBOX_MEMORY_BYTES = 4 * 1024 ** 3;
 export const DEFAULT_SANDBOX_PROCESSES = 512;
 
 /** Finds an executable on PATH (synchronously: used while choosing the defaults). */
-export function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+export const findOnPath = (name: string): string | undefined => findExecutable(name);
 
 /** The bwrap arguments that make the sandbox around `workDir` (pure). */
 export function bwrapArgs(workDir: string, env: Record<string, string>): string[] {

@@ -23,7 +23,7 @@ export const protobufPackage = "renderbus.auth.v1";
 
 export const protobufFileName = "renderbus/auth/v1/auth.proto";
 
-/** Resolved identity of a request. Matches SPEC section 3: {userId, orgId, plan}. */
+/** Resolved identity of a request: {userId, orgId, plan} (docs/concepts.md, "Organizations, members and roles"). */
 export interface AuthContext {
   userId: string;
   orgId: string;

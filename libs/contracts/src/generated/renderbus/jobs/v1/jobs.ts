@@ -70,7 +70,7 @@ export interface WebhookDelivery {
   lastError?: string | undefined;
 }
 
-/** The job object of SPEC section 5a. */
+/** The job object (docs/concepts.md, "The job object"). */
 export interface Job {
   id: string;
   orgId: string;

@@ -1,0 +1,28 @@
+import { z } from "zod";
+import { env } from "./env.js";
+
+/**
+ * The variables every service reads, each with one default and one check: a service's schema extends this
+ * (`commonConfigSchema.extend({ ...databaseVariables, ...streamVariables, ...its own })`), so the block is stated once.
+ */
+export const commonConfigSchema = z.object({
+  /** `production` requires real secrets (and HTTPS webhook URLs); `development` and `test` accept published ones. */
+  MODE: env.mode(),
+  LOG_LEVEL: env.logLevel(),
+  NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
+  /** Prefix of subjects and stream names; tests isolate themselves with it. Empty in production. */
+  NATS_NAMESPACE: z.string().regex(/^[A-Za-z0-9_-]*$/, "must be letters, digits, _ or -").default(""),
+  /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),
+});
+
+/** Services with their own PostgreSQL schema (auth, jobs, webhook-dispatcher). */
+export const databaseVariables = {
+  DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
+};
+
+/** Services that declare JetStream streams. */
+export const streamVariables = {
+  /** Stream replicas of the streams this service declares (3 on a JetStream cluster). */
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+};

@@ -1,0 +1,107 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { Redis } from "ioredis";
+import type { auth, jobs, webhooks } from "@renderbus/contracts";
+import { loadPlans } from "@renderbus/plans";
+import type { PromiseClient } from "@renderbus/rpc";
+import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
+import { testInfra } from "@renderbus/testing";
+import { buildApp } from "../app.js";
+import { gatewayConfigSchema, type GatewayConfig } from "../config.js";
+import type { GatewayDeps } from "../deps.js";
+import { CredentialMarks } from "../auth/credential-marks.js";
+import { CredentialResolver } from "../auth/credential-resolver.js";
+import { RateLimiter, type RateLimitDecision } from "../auth/rate-limiter.js";
+import { TerminalJobCache } from "../jobs-cache/terminal-job-cache.js";
+
+/** A fake of a gRPC client: the methods a test gives; any other call fails the request (a 500 the test would see). */
+type Fake<C> = Partial<Omit<PromiseClient<C>, "close">>;
+
+export interface FakeServices {
+  auth?: Fake<auth.AuthClient>;
+  billing?: Fake<auth.BillingClient>;
+  jobs?: Fake<jobs.JobsClient>;
+  webhooks?: Fake<webhooks.WebhooksClient>;
+}
+
+/**
+ * One minute windows would reset under a test that straddles a minute boundary: the test's limiter counts every
+ * request in the window of the moment it was built (Redis still expires the counters a minute after first use).
+ */
+class OneWindowRateLimiter extends RateLimiter {
+  private readonly frozenNow = Date.now();
+  override hit(subject: string, limit: number): Promise<RateLimitDecision> {
+    return super.hit(subject, limit, this.frozenNow);
+  }
+}
+
+export interface GatewayWithFakes {
+  app: FastifyInstance;
+  deps: GatewayDeps;
+  /** The same Redis prefixes as `deps`, as another gateway replica would use them (for revocation marks). */
+  otherReplica(): CredentialResolver;
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway app as service.ts builds it (credential resolution with its Redis marks, Redis rate limits, the route
+ * table, the error mapping) over fake gRPC clients: the services behind the gateway are outside what is tested.
+ * Redis is the test infrastructure's; every app gets its own key prefix, so tests do not share counters.
+ */
+export async function gatewayWithFakes(services: FakeServices = {}, env: Record<string, string> = {}): Promise<GatewayWithFakes> {
+  const config: GatewayConfig = gatewayConfigSchema.parse({ GATEWAY_METRICS_PORT: "0", REDIS_URL: testInfra().redisUrl, ...env });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  const prefix = `rb:test:${randomUUID()}`;
+  const marksOptions = { prefix: `${prefix}:auth`, revokedTtlMs: 60_000 };
+  const authClient = clientOf<auth.AuthClient>("auth", services.auth);
+  const deps = {
+    config,
+    logger: createLogger({ service: "gateway-test", level: "silent" }),
+    plans: loadPlans(config.PLANS_JSON),
+    auth: authClient,
+    billing: clientOf<auth.BillingClient>("billing", services.billing),
+    jobs: clientOf<jobs.JobsClient>("jobs", services.jobs),
+    webhooks: clientOf<webhooks.WebhooksClient>("webhooks", services.webhooks),
+    bus: { listen: () => () => undefined, notify: () => undefined, nc: { flush: async () => undefined } },
+    redis,
+    credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
+    rateLimiter: new OneWindowRateLimiter(redis, 60_000, `${prefix}:rl`),
+    outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
+    jobEvents: { close: () => undefined },
+    finishedJobs: new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS }),
+    metrics: createMetricsRegistry("gateway-test"),
+  } as unknown as GatewayDeps;
+  const app = await buildApp(deps);
+  await app.ready();
+  return {
+    app,
+    deps,
+    otherReplica: () => new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
+    close: async () => {
+      await app.close();
+      redis.disconnect();
+    },
+  };
+}
+
+function clientOf<C>(service: string, methods: Fake<C> = {}): PromiseClient<C> {
+  return new Proxy(methods as PromiseClient<C>, {
+    get(target, property) {
+      if (property === "close") return () => undefined;
+      if (property === "then") return undefined;
+      const method = (target as Record<PropertyKey, unknown>)[property];
+      return method ?? (async () => Promise.reject(new Error(`${service}.${String(property)} is not faked in this test`)));
+    },
+  });
+}
+
+/** A well-formed API key (`rb_` and 43 base64url characters), different each time. */
+export const newApiKey = (): string => `rb_${randomBytes(32).toString("base64url")}`;
+
+/** The auth context the auth service answers for a credential. */
+export function authContextOf(overrides: Partial<auth.AuthContext> = {}): auth.AuthContext {
+  return { userId: "usr_1", orgId: `org_${randomBytes(6).toString("hex")}`, plan: "free", role: "owner", credential: "api_key", apiKeyId: `key_${randomBytes(6).toString("hex")}`, ...overrides } as auth.AuthContext;
+}
+
+/** The parsed JSON body of an injected response. */
+export const bodyOf = (response: LightMyRequestResponse): unknown => JSON.parse(response.body);
