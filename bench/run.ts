@@ -9,6 +9,7 @@ import { parseArgs, promisify } from "node:util";
 import { Bus } from "@renderbus/bus";
 import { benchAuthenticatedReads } from "./benchmarks/authenticated-reads.js";
 import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
+import { benchCappedReplicas } from "./benchmarks/capped-replicas.js";
 import { benchJobAcceptance } from "./benchmarks/job-acceptance.js";
 import { benchJobOverhead } from "./benchmarks/job-overhead.js";
 import { memoryResult } from "./benchmarks/memory.js";
@@ -93,6 +94,8 @@ async function main(): Promise<number> {
     await run("queued-to-running", () => benchQueuedToRunning(ctx));
     await run("webhooks", () => benchWebhooks(ctx));
     await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
+    // Stops and restarts the system's dispatcher and worker: after the benchmarks that use them as started.
+    await run("capped-replicas", () => benchCappedReplicas(ctx));
     // Before job-acceptance, whose waiting jobs would share the worker with the measured ones.
     await run("job-overhead", () => benchJobOverhead(ctx));
     await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));
