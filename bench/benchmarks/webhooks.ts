@@ -66,8 +66,27 @@ function latencyOf(replicas: number, rounds: Paced[]): Latency {
   return { replicas, published, publishedPerSecond: Math.round(rounds.reduce((sum, r) => sum + r.perSecond, 0) / rounds.length), delivered: lags.length, lag: summarize(lags) };
 }
 
-const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt === 1 && r.event === "job.running" && !!r.body.jobId?.startsWith(prefix);
+export const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt === 1 && r.event === "job.running" && !!r.body.jobId?.startsWith(prefix);
 const firstAttempts = (prefix: string) => (received: Received[]) => received.filter(isFirstAttempt(prefix));
+
+/**
+ * Every measurement starts from an idle system (see quiesce) and the same table state: a queue table (deliveries, outbox) updated and deleted
+ * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
+ * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
+ * 2-replica runs came last and measured below one replica; see bench/findings.md). `alsoVacuum`: more tables (a peer's).
+ */
+export async function settleWebhooks(ctx: BenchContext, alsoVacuum: string[] = []): Promise<void> {
+  // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
+  await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
+  const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
+  await client.connect();
+  try {
+    const tables = ["dispatcher.deliveries", "dispatcher.outbox", "dispatcher.processed_events", "dispatcher.delivery_attempts", "jobs.outbox", "jobs.webhook_deliveries", ...alsoVacuum];
+    await client.query(`vacuum (analyze) ${tables.join(", ")}`);
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * Benchmarks 4 and 5 (issue 6) on synthetic `job.running` events: deliveries/s against a bare POST loop to the same
@@ -144,23 +163,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   const warmUpEvents = Math.min(1000, ctx.sizes.throughputEvents / 5);
   await warmUp(warmUpEvents);
 
-  /**
-   * Every measurement starts from an idle system (see quiesce) and the same table state: a queue table (deliveries, outbox) updated and deleted
-   * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
-   * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
-   * 2-replica runs came last and measured below one replica; see bench/findings.md).
-   */
-  const settle = async () => {
-    // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
-    await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
-    const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
-    await client.connect();
-    try {
-      await client.query("vacuum (analyze) dispatcher.deliveries, dispatcher.outbox, dispatcher.processed_events, dispatcher.delivery_attempts, jobs.outbox, jobs.webhook_deliveries");
-    } finally {
-      await client.end();
-    }
-  };
+  const settle = () => settleWebhooks(ctx);
 
   ctx.log(`  deliveries/s with 1 dispatcher and the bare POST loop (concurrency ${DISPATCHER_CONCURRENCY}) taking turns: ${rounds} rounds of ${ctx.sizes.throughputEvents} events`);
   // Unmeasured: the receiver shares the bench's process, and its first burst at full rate ran ~20% below the next.
