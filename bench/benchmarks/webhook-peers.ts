@@ -1,6 +1,7 @@
 import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "../context.js";
 import { quiesce } from "../quiesce.js";
+import { startReplica } from "../replicas.js";
 import { cpuSnapshot, cpuSpent, systemProcesses } from "../cpu.js";
 import { takeTurns } from "../load/interleave.js";
 import { startPeerSender, type PeerSender } from "../peers/peer-sender.js";
@@ -65,6 +66,9 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
   const count = ctx.sizes.throughputEvents;
   const peers = new Map<PeerKind, PeerSender>();
+  // --profile: a second dispatcher replica under --cpu-prof takes its share of the deliveries (the profile is written
+  // when it stops; the throughput of such a run is not comparable).
+  const profiled = ctx.profileDir ? await startReplica("webhook-dispatcher", ctx.env.system.env, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${ctx.profileDir}`] }) : undefined;
   try {
     for (const kind of PEERS) peers.set(kind, await startPeerSender({ kind, databaseUrl: ctx.env.databaseUrl, concurrency: CONCURRENCY, poolSize: POOL_SIZE, secret: "whsec_YmVuY2ggcGVlciBzZWNyZXQ=" }));
     const system = systemProcesses(ctx.env.namespace);
@@ -78,14 +82,16 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       const size = measure ? count : Math.min(1000, count);
       ctx.receiver.reset();
       const before = snapshot();
+      const started = performance.now();
       await events.burst(size);
+      const publishedMs = performance.now() - started;
       await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), size, 180_000);
       const arrivals = ctx.receiver.received.filter(isFirstAttempt(events.jobIdPrefix)).map((r) => r.receivedAt);
       // The tail (announcements relayed, projected by the jobs service) is part of what a delivery costs.
       await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
       const cpuMs = cpuSpent(before, snapshot());
       const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs };
-      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process`);
+      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (events published in ${Math.round(publishedMs)} ms)`);
       return round;
     };
 
@@ -148,5 +154,6 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     };
   } finally {
     for (const peer of peers.values()) await peer.stop().catch(() => undefined);
+    await profiled?.stop();
   }
 }
