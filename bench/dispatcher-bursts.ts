@@ -22,15 +22,16 @@ export const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt ===
  * Every measurement starts from an idle system (see quiesce) and the same table state: a queue table (deliveries, outbox) updated and deleted
  * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
  * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
- * 2-replica runs came last and measured below one replica; see bench/findings.md).
+ * 2-replica runs came last and measured below one replica; see bench/findings.md). `alsoVacuum`: more tables (a peer's).
  */
-export async function settleDispatcher(ctx: BenchContext): Promise<void> {
+export async function settleDispatcher(ctx: BenchContext, alsoVacuum: string[] = []): Promise<void> {
   // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
   await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
   const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
   await client.connect();
   try {
-    await client.query("vacuum (analyze) dispatcher.deliveries, dispatcher.outbox, dispatcher.processed_events, dispatcher.delivery_attempts, jobs.outbox, jobs.webhook_deliveries");
+    const tables = ["dispatcher.deliveries", "dispatcher.outbox", "dispatcher.processed_events", "dispatcher.delivery_attempts", "jobs.outbox", "jobs.webhook_deliveries", ...alsoVacuum];
+    await client.query(`vacuum (analyze) ${tables.join(", ")}`);
   } finally {
     await client.end();
   }
