@@ -8,6 +8,8 @@ const epochMs = { type: "integer", description: "Epoch milliseconds" } as const;
 const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseconds; null until reached" } as const;
 const nullableString = { type: ["string", "null"] } as const;
 const nullableInteger = { type: ["integer", "null"] } as const;
+/** The events a delivery carries (docs/webhooks.md). */
+const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"] } as const;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
   required: Object.keys(properties),
@@ -40,7 +42,7 @@ export const responseSchemas = {
         type: "array",
         items: object({
           id: { type: "string", pattern: "^del_" },
-          event: { type: "string" },
+          event: webhookEvent,
           status: { type: "string", enum: ["pending", "succeeded", "failed"] },
           attempts: { type: "integer" },
           lastAttemptAt: epochMsOrNull,
@@ -89,7 +91,7 @@ export const responseSchemas = {
   }),
   Delivery: object({
     id: { type: "string", pattern: "^del_" },
-    event: { type: "string" },
+    event: webhookEvent,
     jobId: nullableString,
     batchId: nullableString,
     status: { type: "string", enum: ["pending", "succeeded", "failed"] },
