@@ -9,13 +9,30 @@ const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseco
 const nullableString = { type: ["string", "null"] } as const;
 const nullableInteger = { type: ["integer", "null"] } as const;
 /** The events a delivery carries (docs/webhooks.md). */
-const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"] } as const;
+const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"] } as const;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
   required: Object.keys(properties),
   properties,
   ...extra,
 });
+
+/** A webhook endpoint (present/present.ts presentEndpoint). */
+const ENDPOINT_PROPERTIES = {
+    id: { type: "string", pattern: "^ep_", examples: ["ep_default"] },
+    url: { type: "string" },
+    description: { type: "string" },
+    events: { type: "array", items: { type: "string" }, examples: [["*"], ["job.failed", "endpoint.disabled"]] },
+    enabled: { type: "boolean" },
+    disabledReason: nullableString,
+    disabledAt: epochMsOrNull,
+    ordering: { type: "string", enum: ["none", "fifo"] },
+    rateLimitPerSecond: nullableInteger,
+    retrySchedule: { type: "string", enum: ["seed", "extended"] },
+    secretSet: { type: "boolean" },
+    previousSecretExpiresAt: { ...epochMsOrNull, description: "Until when the secret before the last rotation still signs" },
+    createdAt: epochMs,
+  };
 
 export const responseSchemas = {
   Job: object(
@@ -43,7 +60,7 @@ export const responseSchemas = {
         items: object({
           id: { type: "string", pattern: "^del_" },
           event: webhookEvent,
-          status: { type: "string", enum: ["pending", "succeeded", "failed"] },
+          status: { type: "string", enum: ["pending", "succeeded", "failed", "skipped"] },
           attempts: { type: "integer" },
           lastAttemptAt: epochMsOrNull,
           nextAttemptAt: epochMsOrNull,
@@ -94,9 +111,10 @@ export const responseSchemas = {
     event: webhookEvent,
     jobId: nullableString,
     batchId: nullableString,
-    status: { type: "string", enum: ["pending", "succeeded", "failed"] },
+    status: { type: "string", enum: ["pending", "succeeded", "failed", "skipped"], description: "skipped: created while its endpoint was disabled" },
     attempts: { type: "integer" },
     url: { type: "string" },
+    endpointId: { type: "string", description: "The endpoint it goes to (ep_default: the org's webhookUrl)", examples: ["ep_default"] },
     createdAt: epochMs,
     lastAttemptAt: epochMsOrNull,
     nextAttemptAt: epochMsOrNull,
@@ -151,6 +169,10 @@ export const responseSchemas = {
     succeeded: { type: "boolean", description: "The receiver answered 2xx within the timeout" },
     delivery: { oneOf: [{ type: "null" }, { $ref: "#/components/schemas/Delivery" }] },
   }),
+  Endpoint: object(ENDPOINT_PROPERTIES),
+  CreatedEndpoint: object({ ...ENDPOINT_PROPERTIES, secret: { type: "string", description: "The signing secret; shown only in this response" } }),
+  DeletedEndpoint: object({ id: { type: "string", pattern: "^ep_" }, deleted: { type: "boolean" } }),
+  RecoveredDeliveries: object({ count: { type: "integer", description: "Deliveries given a new attempt chain" } }),
 } as const;
 
 export type ResponseSchemaName = keyof typeof responseSchemas;
