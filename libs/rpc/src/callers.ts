@@ -57,6 +57,13 @@ const WEBHOOKS_RULES: Rules<typeof webhooks.WebhooksService> = {
   listDeliveries: tenant,
   retryDelivery: tenant,
   sendTest: tenant,
+  listEndpoints: tenant,
+  createEndpoint: tenant,
+  getEndpoint: tenant,
+  updateEndpoint: tenant,
+  deleteEndpoint: tenant,
+  rotateEndpointSecret: tenant,
+  recoverEndpoint: tenant,
 };
 
 /** Each gRPC service, the process that serves it (a call token's `aud`), and its callers per method. */

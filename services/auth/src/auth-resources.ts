@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type pg from "pg";
 import type { Plan, PlanName } from "@renderbus/plans";
 import type { AuthConfig } from "./config.js";
-import type { SecretBox } from "./crypto/secret-box.js";
+import type { SecretBox } from "@renderbus/secret-box";
 import type { AuthTables } from "./database.js";
 
 /**

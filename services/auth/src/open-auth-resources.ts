@@ -3,7 +3,7 @@ import { loadPlans } from "@renderbus/plans";
 import { migrations } from "../migrations/index.js";
 import type { AuthResources } from "./auth-resources.js";
 import { secretsKeyOf, type AuthConfig } from "./config.js";
-import { createSecretBox } from "./crypto/secret-box.js";
+import { createSecretBox } from "@renderbus/secret-box";
 import { AUTH_SCHEMA, type AuthTables } from "./database.js";
 import { betterAuthOptions, migrateBetterAuth } from "./sessions/better-auth.js";
 

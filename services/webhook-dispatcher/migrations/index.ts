@@ -113,4 +113,39 @@ export const migrations: Migrations = {
       await sql`drop table events`.execute(db);
     },
   },
+  "2026-11-24-004-endpoints": {
+    async up(db: Kysely<any>) {
+      // Webhook endpoints (docs/webhooks.md, "Endpoints"). `ep_default` is the org's webhookUrl: its URL and secret
+      // stay with the org in the auth service, so its row (when there is one) holds only its settings; ids are
+      // therefore unique per org, not globally. Secrets are sealed (libs/secret-box) with the org id as context.
+      await sql`
+        create table endpoints (
+          org_id text not null,
+          id text not null,
+          url text,
+          description text not null default '',
+          events text[] not null,
+          enabled boolean not null default true,
+          disabled_reason text,
+          disabled_at bigint,
+          ordering text not null default 'none',
+          rate_limit_per_second integer,
+          retry_schedule text not null default 'seed',
+          secret_sealed text,
+          previous_secret_sealed text,
+          previous_secret_expires_at bigint,
+          last_recover_at bigint,
+          created_at bigint not null,
+          updated_at bigint not null,
+          primary key (org_id, id)
+        )`.execute(db);
+      // One delivery per (event, endpoint): a redelivered job event creates nothing new for any endpoint. Rows from
+      // before endpoints all went to the org's webhookUrl.
+      await sql`alter table deliveries add column endpoint_id text not null default 'ep_default'`.execute(db);
+      await sql`alter table deliveries drop constraint deliveries_source_event_id_key`.execute(db);
+      await sql`alter table deliveries add constraint deliveries_source_event_endpoint unique (source_event_id, endpoint_id)`.execute(db);
+      // Auto-disable and recovery look at one endpoint's deliveries by time.
+      await sql`create index deliveries_endpoint on deliveries (org_id, endpoint_id, created_at)`.execute(db);
+    },
+  },
 };

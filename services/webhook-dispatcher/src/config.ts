@@ -1,9 +1,11 @@
 import { z } from "zod";
-import { commonConfigSchema, databaseVariables, env, streamVariables } from "@renderbus/config";
+import { commonConfigSchema, databaseVariables, env, requireProductionSecrets, streamVariables } from "@renderbus/config";
+import { secretsEncryptionVariables, secretsKeyringProductionCheck } from "@renderbus/secret-box";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
 
 /** The dispatcher's environment. Keys are the environment variable names. */
-export const configSchema = commonConfigSchema.extend({
+export const configSchema = commonConfigSchema
+  .extend({
   ...databaseVariables,
   ...streamVariables,
   /** Auth service: the source of each org's webhook URL, secret and plan. */
@@ -15,6 +17,26 @@ export const configSchema = commonConfigSchema.extend({
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Delays before retries 1, 2, 3, ... after each failed attempt; one more attempt than entries in all (seed: 3). */
   WEBHOOK_RETRY_SCHEDULE_MS: env.intList("5000,25000,125000"),
+  /**
+   * The `extended` schedule an endpoint may choose (docs/webhooks.md): the seed's delays, then 10 min, 1 h, 6 h and
+   * 24 h (8 attempts in all).
+   */
+  WEBHOOK_EXTENDED_RETRY_SCHEDULE_MS: env.intList("5000,25000,125000,600000,3600000,21600000,86400000"),
+  /**
+   * Auto-disable: an endpoint whose deliveries have all failed for this long (and at least
+   * WEBHOOK_DISABLE_MIN_FAILURES of them) is disabled (docs/webhooks.md, "Auto-disable").
+   */
+  WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().positive().default(24 * 60 * 60 * 1000),
+  WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
+  /** Endpoints per org, the default one included. */
+  WEBHOOK_ENDPOINTS_MAX: z.coerce.number().int().positive().default(20),
+  /** Deliveries one recover call restarts at most. */
+  WEBHOOK_RECOVER_MAX: z.coerce.number().int().positive().default(10_000),
+  /** One recover call per endpoint per this long (RATE_LIMITED otherwise). */
+  WEBHOOK_RECOVER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** How long an endpoint (URL, secrets, filter, state) is reused before it is read again; changes made on this replica apply at once. */
+  WEBHOOK_ENDPOINT_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+  ...secretsEncryptionVariables,
   /** An attempt without a 2xx answer inside this time counts as failed (seed: 10 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** `X-<brand>-Signature` etc., so receivers written for another brand of the protocol keep working. */
@@ -60,6 +82,8 @@ export const configSchema = commonConfigSchema.extend({
   PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().min(8).default(14),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
-});
+  })
+  // Endpoint secrets are sealed with the same keys as the org's webhook secret (auth).
+  .superRefine((config, context) => requireProductionSecrets(secretsKeyringProductionCheck(config))(config, context));
 
 export type DispatcherConfig = z.infer<typeof configSchema>;

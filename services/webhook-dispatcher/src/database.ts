@@ -1,8 +1,8 @@
 import type { ColumnType } from "kysely";
 import type { EventStoreTables } from "@renderbus/db";
 
-/** Delivery states: pending, succeeded, failed (docs/webhooks.md). */
-export type DeliveryStatus = "pending" | "succeeded" | "failed";
+/** Delivery states: pending, succeeded, failed, skipped (created while its endpoint was disabled; docs/webhooks.md). */
+export type DeliveryStatus = "pending" | "succeeded" | "failed" | "skipped";
 
 /** Row types of the `dispatcher` schema (see migrations/index.ts). */
 export interface DispatcherTables extends EventStoreTables {
@@ -35,6 +35,32 @@ export interface DispatcherTables extends EventStoreTables {
     trace_headers: ColumnType<string | null, string | null | undefined, string | null>;
     /** Whether a DeliveryUpdated went out for this delivery (false only until its first attempt or the waiting sweep). */
     announced: ColumnType<boolean, boolean | undefined, boolean>;
+    /** The endpoint it goes to (`ep_default`: the org's webhookUrl). */
+    endpoint_id: ColumnType<string, string | undefined, string>;
+  };
+  endpoints: {
+    org_id: string;
+    /** `ep_...`, or `ep_default` (settings of the org's webhookUrl; its URL and secret are the auth service's). */
+    id: string;
+    /** Null for `ep_default`. */
+    url: string | null;
+    description: string;
+    /** Event names, or `["*"]`. */
+    events: string[];
+    enabled: boolean;
+    disabled_reason: string | null;
+    disabled_at: number | null;
+    ordering: "none" | "fifo";
+    rate_limit_per_second: number | null;
+    retry_schedule: "seed" | "extended";
+    /** Sealed with libs/secret-box, the org id as context; null for `ep_default`. */
+    secret_sealed: string | null;
+    /** The secret before the last rotation, signing beside the new one until `previous_secret_expires_at`. */
+    previous_secret_sealed: string | null;
+    previous_secret_expires_at: number | null;
+    last_recover_at: number | null;
+    created_at: number;
+    updated_at: number;
   };
   delivery_attempts: {
     delivery_id: string;

@@ -14,6 +14,10 @@ import { webhooksRpc } from "./rpc/webhooks.rpc.js";
 import { startDeliverySender } from "./sending/delivery-sender.js";
 import { createWebhookAgent } from "./sending/post-webhook.js";
 import { createWebhookTargets } from "./targets/webhook-targets.js";
+import { createSecretBox, secretsKeyringOf } from "@renderbus/secret-box";
+import { createEndpointDirectory } from "./endpoints/endpoint-directory.js";
+import { createEndpointHealth } from "./endpoints/endpoint-health.js";
+import { endpointsRpc } from "./rpc/endpoints.rpc.js";
 import { startWaitingAnnouncer } from "./deliveries/waiting-announcer.js";
 import { dispatcherRetentionSteps } from "./retention/prune.js";
 
@@ -55,7 +59,9 @@ export async function startDispatcherService(
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   const targets = createWebhookTargets(authClient, { ttlMs: config.WEBHOOK_TARGET_CACHE_MS });
   // Core subscription: a missed notice only means the entry lives out its short TTL.
-  const stopListening = bus.listen<authEvents.OrgUpdated>("auth.events.org.updated", (event) => targets.forget(event.orgId));
+  const box = createSecretBox(secretsKeyringOf(config));
+  const endpoints = createEndpointDirectory(db, targets, box, { ttlMs: config.WEBHOOK_ENDPOINT_CACHE_MS });
+  const stopListening = bus.listen<authEvents.OrgUpdated>("auth.events.org.updated", (event) => endpoints.forget(event.orgId));
 
   const metrics = createDispatcherMetrics(async () => {
     const row = await db
@@ -72,10 +78,21 @@ export async function startDispatcherService(
     connectTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
   });
   const leaseMs = config.WEBHOOK_TIMEOUT_MS + config.DISPATCHER_LEASE_GRACE_MS;
+  // The sender wakes itself for endpoint.disabled deliveries; it exists before the health checks are called.
+  let wakeSender = () => {};
+  const health = createEndpointHealth({
+    db,
+    endpoints,
+    logger,
+    windowMs: config.WEBHOOK_DISABLE_AFTER_MS,
+    minFailures: config.WEBHOOK_DISABLE_MIN_FAILURES,
+    wake: () => wakeSender(),
+  });
   const sender = await startDeliverySender({
     db,
     databaseUrl: config.DATABASE_URL,
-    targets,
+    endpoints,
+    health,
     agent,
     metrics,
     logger,
@@ -83,12 +100,14 @@ export async function startDispatcherService(
     orgMaxInFlight: config.DISPATCHER_ORG_MAX_IN_FLIGHT,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+    extendedRetryScheduleMs: config.WEBHOOK_EXTENDED_RETRY_SCHEDULE_MS,
     brand: config.WEBHOOK_HEADER_BRAND,
     pollIntervalMs: config.DISPATCHER_POLL_INTERVAL_MS,
     leaseMs,
     allowPrivateAddresses: config.ALLOW_PRIVATE_ADDRESSES,
     addressPolicy,
   });
+  wakeSender = () => sender.wake();
   const relay = await startOutboxRelay({ pool: database.pool, schema: DISPATCHER_SCHEMA, bus, logger });
   const announcer = startWaitingAnnouncer({ db, logger, afterMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS, intervalMs: config.DISPATCHER_ANNOUNCE_WAITING_AFTER_MS });
   const day = 24 * 60 * 60 * 1000;
@@ -104,7 +123,7 @@ export async function startDispatcherService(
   const consumer = await startJobEventsConsumer({
     bus,
     db,
-    targets,
+    endpoints,
     logger,
     concurrency: config.DISPATCHER_CONSUMER_CONCURRENCY,
     ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
@@ -112,7 +131,19 @@ export async function startDispatcherService(
   });
 
   const rpc = createRpcServer(identity, logger);
-  rpc.add(webhooks.WebhooksService, webhooksRpc({ db, targets, sender, leaseMs }));
+  rpc.add(webhooks.WebhooksService, {
+    ...webhooksRpc({ db, targets, sender, leaseMs }),
+    ...endpointsRpc({
+      db,
+      directory: endpoints,
+      box,
+      mode: config.MODE,
+      maxEndpoints: config.WEBHOOK_ENDPOINTS_MAX,
+      recoverMax: config.WEBHOOK_RECOVER_MAX,
+      recoverIntervalMs: config.WEBHOOK_RECOVER_INTERVAL_MS,
+      wake: () => sender.wake(),
+    }),
+  });
   const grpcPort = await rpc.listen(config.WEBHOOKS_GRPC_PORT, config.WEBHOOKS_GRPC_HOST);
   // A JetStream consume loop that is down (its durable deleted, being re-created) answers health NOT_SERVING.
   rpc.setServing(bus.isReady());

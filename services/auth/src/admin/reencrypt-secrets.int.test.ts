@@ -1,6 +1,6 @@
 import { createCipheriv, randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { createSecretBox } from "../crypto/secret-box.js";
+import { createSecretBox } from "@renderbus/secret-box";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 import { runAdminCli } from "./cli.js";
 import { setOrgWebhook } from "./index.js";

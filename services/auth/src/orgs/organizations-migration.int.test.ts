@@ -6,7 +6,7 @@ import { loadPlans } from "@renderbus/plans";
 import { createTestDatabase, testInfra } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { authConfigSchema, secretsKeyOf } from "../config.js";
-import { createSecretBox } from "../crypto/secret-box.js";
+import { createSecretBox } from "@renderbus/secret-box";
 import { AUTH_SCHEMA, type AuthTables } from "../database.js";
 import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
 import type { AuthResources } from "../auth-resources.js";

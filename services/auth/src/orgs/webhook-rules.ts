@@ -1,3 +1,4 @@
+import { webhookUrlProblem } from "@renderbus/address-guard";
 import { AppError, planLimit, validationError } from "@renderbus/errors";
 import type { Plan } from "@renderbus/plans";
 
@@ -18,16 +19,8 @@ export function checkWebhookChange({ plan, mode, webhookUrl, webhookSecret, secr
   if (!plan.webhooks) return planLimit(`Webhooks are not included in the ${plan.name} plan; upgrade to starter or above`);
   if (webhookUrl === undefined && webhookSecret === undefined) return validationError("webhookUrl or webhookSecret is required");
   if (webhookUrl !== undefined && webhookUrl !== "") {
-    let url: URL;
-    try {
-      url = new URL(webhookUrl);
-    } catch {
-      return validationError("webhookUrl must be an absolute URL");
-    }
-    if (webhookUrl.length > 2048) return validationError("webhookUrl must be at most 2048 characters");
-    if (url.protocol !== "https:" && url.protocol !== "http:") return validationError("webhookUrl must use http or https");
-    if (mode === "production" && url.protocol !== "https:") return validationError("webhookUrl must use https in production");
-    if (url.username || url.password) return validationError("webhookUrl must not contain credentials");
+    const problem = webhookUrlProblem(webhookUrl, { mode, field: "webhookUrl" });
+    if (problem) return validationError(problem);
   }
   if (webhookSecret !== undefined && (webhookSecret.length < 1 || webhookSecret.length > 1000)) {
     return validationError("webhookSecret must be 1-1000 characters");

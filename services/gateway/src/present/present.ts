@@ -92,6 +92,7 @@ export function presentDelivery(delivery: webhooks.Delivery) {
     status: delivery.status,
     attempts: delivery.attempts,
     url: delivery.url,
+    endpointId: delivery.endpointId || "ep_default",
     createdAt: delivery.createdAt,
     lastAttemptAt: orNull(delivery.lastAttemptAt),
     nextAttemptAt: orNull(delivery.nextAttemptAt),
@@ -105,5 +106,24 @@ export function presentDelivery(delivery: webhooks.Delivery) {
       latencyMs: attempt.latencyMs,
       responseExcerpt: orNull(attempt.responseExcerpt),
     })),
+  };
+}
+
+/** A webhook endpoint as the API shows it (never a secret). */
+export function presentEndpoint(endpoint: webhooks.Endpoint) {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    events: endpoint.events,
+    enabled: endpoint.enabled,
+    disabledReason: orNull(endpoint.disabledReason),
+    disabledAt: orNull(endpoint.disabledAt),
+    ordering: endpoint.ordering,
+    rateLimitPerSecond: orNull(endpoint.rateLimitPerSecond),
+    retrySchedule: endpoint.retrySchedule,
+    secretSet: endpoint.secretSet,
+    previousSecretExpiresAt: orNull(endpoint.previousSecretExpiresAt),
+    createdAt: endpoint.createdAt,
   };
 }

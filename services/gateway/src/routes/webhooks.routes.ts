@@ -11,8 +11,8 @@ export const webhookRoutes = [
     description: "The org's deliveries with their attempts, newest first, filterable by status, event and jobId.",
     tag: "webhooks",
     query: z.strictObject({
-      status: z.enum(["pending", "succeeded", "failed"]).optional(),
-      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]).optional(),
+      status: z.enum(["pending", "succeeded", "failed", "skipped"]).optional(),
+      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]).optional(),
       jobId: z.string().min(1).max(100).optional(),
       limit: z.coerce.number().int().min(1).max(100).default(50),
       cursor: z.string().min(1).max(500).optional(),

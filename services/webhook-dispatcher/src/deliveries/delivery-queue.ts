@@ -86,3 +86,17 @@ export async function releaseLease(db: DispatcherDb, deliveryId: string, leaseTo
 async function changeHeldDelivery(db: DispatcherDb, deliveryId: string, leaseToken: string, transition: RowIndependentTransition): Promise<void> {
   await db.updateTable("deliveries").set(deliveryChange(transition)).where("id", "=", deliveryId).where("lease_token", "=", leaseToken).execute();
 }
+
+/**
+ * Stores a held delivery as `skipped` (its endpoint is disabled) without an attempt; returns its row, or undefined
+ * when the lease was lost meanwhile. The waiting sweep announces it if nothing has yet.
+ */
+export async function skipHeldDelivery(db: DispatcherDb, deliveryId: string, leaseToken: string): Promise<DeliveryRow | undefined> {
+  return db
+    .updateTable("deliveries")
+    .set({ status: "skipped", next_attempt_at: null, lease_until: null, lease_token: null })
+    .where("id", "=", deliveryId)
+    .where("lease_token", "=", leaseToken)
+    .returningAll()
+    .executeTakeFirst();
+}

@@ -5,6 +5,7 @@ import { currentTraceHeaders } from "@renderbus/telemetry";
 import { deliveryChange } from "../sending/decide-delivery.js";
 import { deliveryUpdatedMessage } from "./announcements.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
+import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
 export interface NewDelivery {
@@ -18,6 +19,13 @@ export interface NewDelivery {
   eventAt: number;
   /** Trace context of the causing event (the active one when omitted): every attempt becomes a span of it. */
   traceHeaders?: Record<string, string>;
+  /** The endpoint it goes to; `ep_default` (the org's webhookUrl) when omitted. */
+  endpointId?: string;
+  /**
+   * Stored `skipped` (its endpoint is disabled): never due, never leased, announced by the waiting sweep. A recover
+   * gives it an attempt chain.
+   */
+  skipped?: boolean;
 }
 
 /** Fresh deliveries the inserting replica takes at once, under its lease. */
@@ -72,28 +80,30 @@ export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery
         ${column((d) => d.url)}::text[],
         ${column((d) => d.body)}::text[],
         ${column((d) => d.eventAt)}::bigint[],
-        ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[]
-      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, n)
+        ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[],
+        ${column((d) => d.endpointId ?? DEFAULT_ENDPOINT_ID)}::text[],
+        ${column((d) => d.skipped === true)}::boolean[]
+      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, endpoint_id, skipped, n)
     ), busy as (
       select o.org_id, (select count(*)::int from deliveries l
                         where l.org_id = o.org_id and l.lease_until is not null and l.lease_until > ${now}) as in_flight
       from (select distinct org_id from fresh) o
     ), within_cap as (
-      select f.*, busy.in_flight + row_number() over (partition by f.org_id order by f.n) <= ${orgMaxInFlight} as org_free
+      select f.*, not f.skipped and busy.in_flight + row_number() over (partition by f.org_id, f.skipped order by f.n) <= ${orgMaxInFlight} as org_free
       from fresh f join busy on busy.org_id = f.org_id
     ), placed as (
       select w.*, w.org_free and count(*) filter (where w.org_free) over (order by w.n) <= ${limit} as leased
       from within_cap w
     ), created as (
       insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts, chain_attempts,
-                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced)
-      select id, org_id, event, source_event_id, job_id, batch_id, url, body, 'pending', 0, 0,
-             case when leased then ${leased.next_attempt_at}::bigint else ${queued ? now : null}::bigint end,
+                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced, endpoint_id)
+      select id, org_id, event, source_event_id, job_id, batch_id, url, body, case when skipped then 'skipped' else 'pending' end, 0, 0,
+             case when leased then ${leased.next_attempt_at}::bigint when skipped then null else ${queued ? now : null}::bigint end,
              case when leased then ${leased.lease_until}::bigint end,
              case when leased then ${leased.lease_token}::text end,
-             event_at, ${now}, trace_headers, ${!queued}::boolean
+             event_at, ${now}, trace_headers, ${!queued}::boolean and not skipped, endpoint_id
       from placed order by n
-      on conflict (source_event_id) do nothing
+      on conflict (source_event_id, endpoint_id) do nothing
       returning *
     )
     -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.

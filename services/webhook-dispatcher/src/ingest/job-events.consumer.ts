@@ -5,10 +5,10 @@ import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import { GroupCommit } from "@renderbus/db";
 import type { DeliveryRow } from "../deliveries/delivery.js";
-import { insertDeliveries, insertDelivery, type NewDelivery } from "../deliveries/insert-deliveries.js";
+import { insertDeliveries, type NewDelivery } from "../deliveries/insert-deliveries.js";
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
-import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
+import { endpointsFor, type EndpointDirectory, type OrgEndpoints } from "../endpoints/endpoint-directory.js";
 import type { DeliverySender } from "../sending/delivery-sender.js";
 
 /** The durable consumer every dispatcher replica shares (work sharing). */
@@ -26,7 +26,8 @@ export const DISPATCHER_SUBJECTS = [
 export interface JobEventsConsumerOptions {
   bus: Bus;
   db: Kysely<DispatcherTables>;
-  targets: WebhookTargets;
+  /** The org's endpoints (its webhookUrl among them): each matching one gets its own delivery. */
+  endpoints: EndpointDirectory;
   logger: Logger;
   concurrency: number;
   ackWaitMs: number;
@@ -86,29 +87,36 @@ export function workOfJobEvent(subject: string, data: unknown): JobEventWork | u
   }
 }
 
-/** An event ready to be written: its work and, when it owes a webhook, the org's target. */
+/** An event ready to be written: its work and, when it owes a webhook, the org's endpoints. */
 interface PlannedEvent {
   eventId: string;
   work: JobEventWork;
-  target: WebhookTarget | undefined;
+  org: OrgEndpoints | undefined;
   /** The event's trace (groups mix events of many traces), stored with its delivery. */
   traceHeaders: Record<string, string>;
 }
 
-/** The webhook delivery an event owes, when its org takes webhooks. */
-function deliveryOf({ eventId, work, target, traceHeaders }: PlannedEvent): NewDelivery | undefined {
-  if (!work.webhook || !target || !acceptsWebhooks(target)) return undefined;
-  return {
+/**
+ * The webhook deliveries an event owes: one per endpoint of its org whose filter matches (none when the plan has no
+ * webhooks). A disabled endpoint's delivery is stored `skipped`.
+ */
+function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDelivery[] {
+  const webhook = work.webhook;
+  if (!webhook || !org) return [];
+  const body = JSON.stringify(webhook.body);
+  return endpointsFor(org, webhook.event).map((endpoint) => ({
     orgId: work.orgId,
-    event: work.webhook.event,
+    event: webhook.event,
     sourceEventId: eventId,
-    jobId: work.webhook.jobId,
+    jobId: webhook.jobId,
     batchId: work.terminal?.batchId ?? null,
-    url: target.url,
-    body: JSON.stringify(work.webhook.body),
-    eventAt: work.webhook.eventAt,
+    url: endpoint.url,
+    body,
+    eventAt: webhook.eventAt,
     traceHeaders,
-  };
+    endpointId: endpoint.id,
+    skipped: !endpoint.enabled,
+  }));
 }
 
 /**
@@ -120,7 +128,7 @@ function deliveryOf({ eventId, work, target, traceHeaders }: PlannedEvent): NewD
  */
 async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDeliverySender, events: PlannedEvent[]): Promise<boolean[]> {
   if (events.every(({ work }) => !work.batchCreated && !work.terminal)) {
-    const deliveries = events.flatMap((event) => deliveryOf(event) ?? []);
+    const deliveries = events.flatMap(deliveriesOf);
     const slots = sender.reserve(deliveries.length);
     let created: DeliveryRow[] = [];
     try {
@@ -150,13 +158,13 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
       ).map((row) => row.event_id),
     );
     const deliveries: NewDelivery[] = [];
-    for (const { eventId, work, target, traceHeaders } of events) {
+    for (const event of events) {
+      const { eventId, work } = event;
       if (!fresh.has(eventId)) continue;
       // A batch's events are few next to its jobs' events: these stay one statement each.
       if (work.batchCreated) await recordBatchCreated(trx, { batchId: work.batchCreated.batchId, orgId: work.orgId, jobCount: work.batchCreated.jobCount, createdAt: work.batchCreated.createdAt });
       if (work.terminal) await recordTerminalJob(trx, work.terminal);
-      const delivery = deliveryOf({ eventId, work, target, traceHeaders });
-      if (delivery) deliveries.push(delivery);
+      deliveries.push(...deliveriesOf(event));
     }
     const created = new Set((await insertDeliveries(trx, deliveries, { now })).flatMap((row) => (row.source_event_id ? [row.source_event_id] : [])));
     return events.map((event) => created.has(event.eventId));
@@ -171,7 +179,7 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
  * completeBatchIfDone).
  */
 export async function startJobEventsConsumer(options: JobEventsConsumerOptions): Promise<ConsumerHandle> {
-  const { db, targets, logger } = options;
+  const { db, endpoints, logger } = options;
 
   const createBatchDelivery = async (batchId: string, eventId: string): Promise<boolean> =>
     db.transaction().execute(async (trx) => {
@@ -179,20 +187,25 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
       if (!batch) return false;
       logger.info({ batchId, orgId: batch.orgId, counts: batch.counts }, "batch completed");
       // Looked up inside the transaction: if the auth service is down, the completion rolls back and is redone.
-      const target = await targets.get(batch.orgId);
-      if (!acceptsWebhooks(target)) return false;
-      const created = await insertDelivery(trx, {
-        orgId: batch.orgId,
-        event: "batch.completed",
-        sourceEventId: `batch.completed:${batchId}`,
-        jobId: null,
-        batchId,
-        url: target.url,
-        body: JSON.stringify(batchCompletedPayload(batch)),
-        eventAt: batch.completedAt,
-      });
+      const org = await endpoints.get(batch.orgId);
+      const body = JSON.stringify(batchCompletedPayload(batch));
+      const created = await insertDeliveries(
+        trx,
+        endpointsFor(org, "batch.completed").map((endpoint) => ({
+          orgId: batch.orgId,
+          event: "batch.completed",
+          sourceEventId: `batch.completed:${batchId}`,
+          jobId: null,
+          batchId,
+          url: endpoint.url,
+          body,
+          eventAt: batch.completedAt,
+          endpointId: endpoint.id,
+          skipped: !endpoint.enabled,
+        })),
+      );
       logger.debug({ batchId, eventId }, "batch.completed delivery created");
-      return created !== undefined;
+      return created.length > 0;
     });
 
   const writer = new GroupCommit<PlannedEvent, boolean>((events) => writePlannedEvents(db, options.sender, events), options.concurrency);
@@ -202,9 +215,9 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     if (!work) return;
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
-    const target = work.webhook ? await targets.get(work.orgId) : undefined;
+    const org = work.webhook ? await endpoints.get(work.orgId) : undefined;
     // True when a delivery was created that waits for a claim (the sender attempts leased ones already).
-    let waiting = await writer.submit({ eventId, work, target, traceHeaders: currentTraceHeaders() });
+    let waiting = await writer.submit({ eventId, work, org, traceHeaders: currentTraceHeaders() });
     const batchId = work.terminal?.batchId ?? work.batchCreated?.batchId;
     if (batchId && (await createBatchDelivery(batchId, eventId))) waiting = true;
     if (waiting) options.sender.wake();

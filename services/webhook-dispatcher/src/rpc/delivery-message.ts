@@ -17,6 +17,7 @@ export function toDeliveryMessage(row: DeliveryRow, attempts: AttemptRow[] = [])
     lastError: row.last_error ?? undefined,
     url: row.url,
     createdAt: row.created_at,
+    endpointId: row.endpoint_id,
     attemptLog: attempts.map((attempt) => ({
       attempt: attempt.attempt,
       startedAt: attempt.started_at,

@@ -21,8 +21,8 @@ export interface WebhooksRpcDeps {
   leaseMs: number;
 }
 
-const STATUSES = new Set(["pending", "succeeded", "failed"]);
-const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]);
+const STATUSES = new Set(["pending", "succeeded", "failed", "skipped"]);
+const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]);
 
 /** Manual retries and test events act on the org's webhook setup: owners and admins only, like changing it. */
 function requireManager(auth: AuthContext): AuthContext {
@@ -31,11 +31,11 @@ function requireManager(auth: AuthContext): AuthContext {
 }
 
 /** The `Webhooks` gRPC service: the org's delivery log (any member), manual retries and test events (managers). */
-export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): AsyncService<webhooks.WebhooksServer> {
+export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): AsyncService<Pick<webhooks.WebhooksServer, "listDeliveries" | "retryDelivery" | "sendTest">> {
   return {
     async listDeliveries(request, context) {
       const { orgId } = context.requireAuth();
-      if (request.status && !STATUSES.has(request.status)) throw validationError("status must be one of pending, succeeded, failed");
+      if (request.status && !STATUSES.has(request.status)) throw validationError("status must be one of pending, succeeded, failed, skipped");
       if (request.event && !EVENTS.has(request.event)) throw validationError(`event must be one of ${[...EVENTS].join(", ")}`);
       if (request.cursor && !isId("del", request.cursor)) throw validationError("cursor is invalid");
       const limit = request.limit || 50;

@@ -25,6 +25,7 @@ const claimed: DeliveryRow = {
   created_at: 100,
   trace_headers: null,
   announced: true,
+  endpoint_id: "ep_default",
 };
 
 const failedAttempt: RecordedAttempt = {

@@ -7,9 +7,10 @@ import { GroupCommit } from "@renderbus/db";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import type { DispatcherMetrics } from "../metrics.js";
-import { acceptsWebhooks, type WebhookTargets } from "../targets/webhook-targets.js";
+import { endpointOfDelivery, type EndpointDirectory } from "../endpoints/endpoint-directory.js";
+import type { EndpointHealth } from "../endpoints/endpoint-health.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
-import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease } from "../deliveries/delivery-queue.js";
+import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
@@ -20,7 +21,10 @@ export interface DeliverySenderOptions {
   db: Kysely<DispatcherTables>;
   /** Connection string for the LISTEN connection. */
   databaseUrl: string;
-  targets: WebhookTargets;
+  /** Where each delivery goes: its endpoint's URL, secrets, schedule and state. */
+  endpoints: EndpointDirectory;
+  /** Disables endpoints that answer 410 or whose deliveries all fail; none in tests that do not need it. */
+  health?: EndpointHealth;
   agent: Agent;
   metrics: DispatcherMetrics;
   logger: Logger;
@@ -28,6 +32,8 @@ export interface DeliverySenderOptions {
   orgMaxInFlight: number;
   timeoutMs: number;
   retryScheduleMs: readonly number[];
+  /** The `extended` schedule endpoints may choose; the seed schedule when omitted. */
+  extendedRetryScheduleMs?: readonly number[];
   brand: string;
   pollIntervalMs: number;
   /** How long a claim lasts: above `timeoutMs`, so a live attempt never loses its lease. */
@@ -59,6 +65,11 @@ export interface DeliverySender {
    */
   attempt(row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined>;
   stop(): Promise<void>;
+}
+
+/** The error of an attempt that had nowhere to go. */
+function notConfiguredError(endpointId: string): string {
+  return endpointId === "ep_default" ? "webhooks are not configured for this organization" : "the webhook endpoint was deleted";
 }
 
 /** How long the auth service may be down before a claimed delivery is looked at again (no attempt is counted). */
@@ -95,33 +106,41 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   // Attempts that finish together are recorded in one transaction: one commit per batch, not per delivery.
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
 
-  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs = options.retryScheduleMs): Promise<DeliveryRow | undefined> => {
+  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined> => {
     // A child logger serializes its bindings when made: only make one for a line that will be written.
     const log = () => logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
-    let target;
+    let org;
     try {
-      target = await options.targets.get(row.org_id);
+      org = await options.endpoints.get(row.org_id);
     } catch (error) {
       log().warn({ err: error }, "webhook target unavailable; delivery postponed");
       await postponeLease(db, row.id, leaseToken, Date.now() + TARGET_UNAVAILABLE_BACKOFF_MS);
       return undefined;
     }
     const attemptNumber = row.attempts + 1;
-    const url = acceptsWebhooks(target) ? target.url : row.url;
-    const result = acceptsWebhooks(target)
+    const endpoint = org.target.plan.webhooks ? endpointOfDelivery(org, row) : undefined;
+    if (endpoint && !endpoint.enabled) {
+      // Its endpoint was disabled while it waited: stored `skipped`, like the deliveries created from now on.
+      return skipHeldDelivery(db, row.id, leaseToken);
+    }
+    const url = endpoint ? endpoint.url : row.url;
+    const schedule = retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs);
+    const [secret, ...previousSecrets] = endpoint?.secrets ?? [];
+    const result = endpoint
       ? await postWebhook(
           options.agent,
-          { url: target.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret: target.secret, brand: options.brand },
+          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand },
           { timeoutMs: options.timeoutMs, abort: stopController.signal },
         )
-      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: "webhooks are not configured for this organization", responseExcerpt: null };
+      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, retryAfterMs: null };
     if (stopController.signal.aborted) {
       // Shutting down mid-attempt: give the delivery back so a replica (or our restart) sends it again.
       await releaseLease(db, row.id, leaseToken).catch(() => undefined);
       return undefined;
     }
     const responseExcerpt = await keptExcerpt(url, result.responseExcerpt, options);
-    const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now() }, retryScheduleMs);
+    const gone = result.responseStatus === 410;
+    const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now(), retryAfterMs: result.retryAfterMs, gone }, schedule);
     const updated = await recorder.submit({
       delivery: row,
       leaseToken,
@@ -143,6 +162,11 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     metrics.attemptLatency.observe({ result: resultLabel }, result.latencyMs / 1000);
     if (row.first_attempt_at === null) metrics.eventToFirstAttempt.observe(Math.max(0, result.startedAt - row.event_at) / 1000);
     if (next.status !== "pending") metrics.deliveries.inc({ outcome: next.status });
+    if (updated && endpoint && options.health) {
+      // Best effort: a missed check is made again by the endpoint's next failure.
+      const check = gone ? options.health.gone(row.org_id, endpoint.id) : next.status === "failed" ? options.health.failedForGood(row.org_id, endpoint.id) : undefined;
+      await check?.catch((error: unknown) => log().warn({ err: error }, "endpoint health check failed"));
+    }
     // Every attempt is recorded in the database; only failures are worth a line at the default level.
     const level = result.succeeded ? "debug" : "info";
     if (logger.isLevelEnabled(level)) {

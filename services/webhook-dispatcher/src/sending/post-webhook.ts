@@ -4,6 +4,7 @@ import https from "node:https";
 import { isIP, type Socket } from "node:net";
 import { signatureOf, standardWebhookHeaders, webhookHeaderNames } from "@renderbus/webhook-signing";
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from "./address-guard.js";
+import { retryAfterMsOf } from "./retry-schedule.js";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
@@ -71,6 +72,8 @@ export interface WebhookRequest {
   attempt: number;
   /** Without a secret the signature header is left out (the org never set one). */
   secret: string | undefined;
+  /** Secrets still in their grace period after a rotation: they sign `webhook-signature` beside `secret`. */
+  previousSecrets?: readonly string[];
   brand: string;
   /** The delivery's place in its FIFO endpoint's queue: sent as `X-<brand>-Sequence` (docs/webhooks.md, "Ordering"). */
   sequence?: number | null;
@@ -83,6 +86,8 @@ export interface AttemptResult {
   responseStatus: number | null;
   error: string | null;
   responseExcerpt: string | null;
+  /** The delay a 429 or 503 asked for with `Retry-After`, in ms (see retryAfterMsOf). */
+  retryAfterMs: number | null;
 }
 
 /**
@@ -99,7 +104,7 @@ export function webhookHeaders(request: WebhookRequest, now = Date.now()): Recor
     [names.attempt]: String(request.attempt),
     ...(request.sequence != null ? { [`X-${request.brand}-Sequence`]: String(request.sequence) } : {}),
     ...(request.secret ? { [names.signature]: signatureOf(request.body, request.secret) } : {}),
-    ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret] : [] }),
+    ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret, ...(request.previousSecrets ?? [])] : [] }),
   };
 }
 
@@ -144,9 +149,10 @@ export async function postWebhook(
       responseStatus: status,
       error: succeeded ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
       responseExcerpt: response.excerpt,
+      retryAfterMs: retryAfterMsOf(status, response.retryAfter),
     });
   } catch (error) {
-    return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null });
+    return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null, retryAfterMs: null });
   }
 }
 
@@ -155,7 +161,7 @@ export async function postWebhook(
  * excerpt is full, or it broke after the status arrived (the status counts, the excerpt is what came); rejects when
  * no status arrived. Every path destroys what it leaves unread.
  */
-function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSignal): Promise<{ status: number; excerpt: string | null }> {
+function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSignal): Promise<{ status: number; excerpt: string | null; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
     let target: URL;
     try {
@@ -209,7 +215,8 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSig
         const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString("utf8");
         // Whatever is left unread (the rest of a 1 GB body, a trickle) is not worth a byte more: drop the connection.
         if (!response.complete) response.destroy();
-        resolve({ status, excerpt });
+        const retryAfter = response.headers["retry-after"];
+        resolve({ status, excerpt, retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined });
       };
       response.on("data", (chunk: Buffer) => {
         if (settled) return;

@@ -121,7 +121,9 @@ export function testConfig(base: { databaseUrl: string; natsUrl: string; namespa
     WEBHOOKS_GRPC_PORT: "0",
     DISPATCHER_POLL_INTERVAL_MS: "200",
     // Receivers of tests are on 127.0.0.1; a production-mode dispatcher keeps the SSRF guard on.
-    ...(overrides.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys() } : { ALLOW_PRIVATE_ADDRESSES: "true" }),
+    ...(overrides.MODE === "production"
+      ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys(), SECRETS_ENCRYPTION_KEYS: `test:${Buffer.alloc(32, 7).toString("base64")}` }
+      : { ALLOW_PRIVATE_ADDRESSES: "true" }),
     ...overrides,
   });
 }

@@ -40,7 +40,7 @@ export interface Delivery {
   batchId?:
     | string
     | undefined;
-  /** pending, succeeded, failed */
+  /** pending, succeeded, failed, skipped (created while its endpoint was disabled) */
   status: string;
   attempts: number;
   lastAttemptAt?: number | undefined;
@@ -50,6 +50,8 @@ export interface Delivery {
   url: string;
   createdAt: number;
   attemptLog: DeliveryAttempt[];
+  /** The endpoint it goes to: `ep_default` for the org's webhookUrl. */
+  endpointId: string;
 }
 
 export interface ListDeliveriesRequest {
@@ -75,6 +77,114 @@ export interface SendTestRequest {
 export interface SendTestResponse {
   delivery: Delivery | undefined;
   succeeded: boolean;
+}
+
+/**
+ * A webhook endpoint (docs/webhooks.md, "Endpoints"). Its secret is never part of it; only CreateEndpoint and
+ * RotateEndpointSecret return a secret, once.
+ */
+export interface Endpoint {
+  /** ep_<ulid>, or ep_default: the org's webhookUrl (its URL and secret live with the org in the auth service) */
+  id: string;
+  url: string;
+  description: string;
+  /** event names, or the single entry "*" */
+  events: string[];
+  enabled: boolean;
+  disabledReason?: string | undefined;
+  disabledAt?:
+    | number
+    | undefined;
+  /** none | fifo */
+  ordering: string;
+  rateLimitPerSecond?:
+    | number
+    | undefined;
+  /** seed | extended */
+  retrySchedule: string;
+  secretSet: boolean;
+  createdAt: number;
+  /** Until when the previous secret still signs (after a rotation), when one does. */
+  previousSecretExpiresAt?: number | undefined;
+}
+
+export interface ListEndpointsRequest {
+}
+
+export interface ListEndpointsResponse {
+  endpoints: Endpoint[];
+}
+
+export interface CreateEndpointRequest {
+  url: string;
+  description?: string | undefined;
+  events: string[];
+  enabled?: boolean | undefined;
+  ordering?: string | undefined;
+  rateLimitPerSecond?: number | undefined;
+  retrySchedule?:
+    | string
+    | undefined;
+  /** Generated (`whsec_<base64>`) when absent. */
+  secret?: string | undefined;
+}
+
+export interface EndpointWithSecret {
+  endpoint:
+    | Endpoint
+    | undefined;
+  /** Shown this once. */
+  secret: string;
+}
+
+export interface GetEndpointRequest {
+  endpointId: string;
+}
+
+export interface UpdateEndpointRequest {
+  endpointId: string;
+  url?: string | undefined;
+  description?:
+    | string
+    | undefined;
+  /** Replaces the filter when set_events is true (an empty list is not allowed). */
+  events: string[];
+  setEvents: boolean;
+  enabled?: boolean | undefined;
+  ordering?: string | undefined;
+  rateLimitPerSecond?:
+    | number
+    | undefined;
+  /** True clears rate_limit_per_second. */
+  clearRateLimit: boolean;
+  retrySchedule?: string | undefined;
+}
+
+export interface DeleteEndpointRequest {
+  endpointId: string;
+}
+
+export interface DeleteEndpointResponse {
+}
+
+export interface RotateEndpointSecretRequest {
+  endpointId: string;
+  /** Generated when absent. */
+  secret?:
+    | string
+    | undefined;
+  /** How long the previous secret keeps signing (0 drops it at once). */
+  graceSeconds: number;
+}
+
+export interface RecoverEndpointRequest {
+  endpointId: string;
+  since: number;
+  until?: number | undefined;
+}
+
+export interface RecoverEndpointResponse {
+  count: number;
 }
 
 /** Subject: webhooks.events.delivery.updated */
@@ -292,6 +402,7 @@ function createBaseDelivery(): Delivery {
     url: "",
     createdAt: 0,
     attemptLog: [],
+    endpointId: "",
   };
 }
 
@@ -338,6 +449,9 @@ export const Delivery: MessageFns<Delivery> = {
     }
     for (const v of message.attemptLog) {
       DeliveryAttempt.encode(v!, writer.uint32(114).fork()).join();
+    }
+    if (message.endpointId !== "") {
+      writer.uint32(122).string(message.endpointId);
     }
     return writer;
   },
@@ -467,6 +581,14 @@ export const Delivery: MessageFns<Delivery> = {
             message.attemptLog.push(DeliveryAttempt.decode(reader, reader.uint32()));
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -531,6 +653,11 @@ export const Delivery: MessageFns<Delivery> = {
         : globalThis.Array.isArray(object?.attempt_log)
         ? object.attempt_log.map((e: any) => DeliveryAttempt.fromJSON(e))
         : [],
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
     };
   },
 
@@ -578,6 +705,9 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.attemptLog?.length) {
       obj.attemptLog = message.attemptLog.map((e) => DeliveryAttempt.toJSON(e));
     }
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
     return obj;
   },
 
@@ -600,6 +730,7 @@ export const Delivery: MessageFns<Delivery> = {
     message.url = object.url ?? "";
     message.createdAt = object.createdAt ?? 0;
     message.attemptLog = object.attemptLog?.map((e) => DeliveryAttempt.fromPartial(e)) || [];
+    message.endpointId = object.endpointId ?? "";
     return message;
   },
 };
@@ -1040,6 +1171,1440 @@ export const SendTestResponse: MessageFns<SendTestResponse> = {
       ? Delivery.fromPartial(object.delivery)
       : undefined;
     message.succeeded = object.succeeded ?? false;
+    return message;
+  },
+};
+
+function createBaseEndpoint(): Endpoint {
+  return {
+    id: "",
+    url: "",
+    description: "",
+    events: [],
+    enabled: false,
+    disabledReason: undefined,
+    disabledAt: undefined,
+    ordering: "",
+    rateLimitPerSecond: undefined,
+    retrySchedule: "",
+    secretSet: false,
+    createdAt: 0,
+    previousSecretExpiresAt: undefined,
+  };
+}
+
+export const Endpoint: MessageFns<Endpoint> = {
+  encode(message: Endpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.url !== "") {
+      writer.uint32(18).string(message.url);
+    }
+    if (message.description !== "") {
+      writer.uint32(26).string(message.description);
+    }
+    for (const v of message.events) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.enabled !== false) {
+      writer.uint32(40).bool(message.enabled);
+    }
+    if (message.disabledReason !== undefined) {
+      writer.uint32(50).string(message.disabledReason);
+    }
+    if (message.disabledAt !== undefined) {
+      writer.uint32(56).int64(message.disabledAt);
+    }
+    if (message.ordering !== "") {
+      writer.uint32(66).string(message.ordering);
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      writer.uint32(72).int32(message.rateLimitPerSecond);
+    }
+    if (message.retrySchedule !== "") {
+      writer.uint32(82).string(message.retrySchedule);
+    }
+    if (message.secretSet !== false) {
+      writer.uint32(88).bool(message.secretSet);
+    }
+    if (message.createdAt !== 0) {
+      writer.uint32(96).int64(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== undefined) {
+      writer.uint32(104).int64(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Endpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpoint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.enabled = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.disabledReason = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.disabledAt = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.ordering = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.rateLimitPerSecond = reader.int32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.retrySchedule = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.secretSet = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.createdAt = longToNumber(reader.int64());
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Endpoint {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      enabled: isSet(object.enabled) ? globalThis.Boolean(object.enabled) : false,
+      disabledReason: isSet(object.disabledReason)
+        ? globalThis.String(object.disabledReason)
+        : isSet(object.disabled_reason)
+        ? globalThis.String(object.disabled_reason)
+        : undefined,
+      disabledAt: isSet(object.disabledAt)
+        ? globalThis.Number(object.disabledAt)
+        : isSet(object.disabled_at)
+        ? globalThis.Number(object.disabled_at)
+        : undefined,
+      ordering: isSet(object.ordering) ? globalThis.String(object.ordering) : "",
+      rateLimitPerSecond: isSet(object.rateLimitPerSecond)
+        ? globalThis.Number(object.rateLimitPerSecond)
+        : isSet(object.rate_limit_per_second)
+        ? globalThis.Number(object.rate_limit_per_second)
+        : undefined,
+      retrySchedule: isSet(object.retrySchedule)
+        ? globalThis.String(object.retrySchedule)
+        : isSet(object.retry_schedule)
+        ? globalThis.String(object.retry_schedule)
+        : "",
+      secretSet: isSet(object.secretSet)
+        ? globalThis.Boolean(object.secretSet)
+        : isSet(object.secret_set)
+        ? globalThis.Boolean(object.secret_set)
+        : false,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.Number(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.Number(object.created_at)
+        : 0,
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.Number(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.Number(object.previous_secret_expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Endpoint): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.enabled !== false) {
+      obj.enabled = message.enabled;
+    }
+    if (message.disabledReason !== undefined) {
+      obj.disabledReason = message.disabledReason;
+    }
+    if (message.disabledAt !== undefined) {
+      obj.disabledAt = Math.round(message.disabledAt);
+    }
+    if (message.ordering !== "") {
+      obj.ordering = message.ordering;
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      obj.rateLimitPerSecond = Math.round(message.rateLimitPerSecond);
+    }
+    if (message.retrySchedule !== "") {
+      obj.retrySchedule = message.retrySchedule;
+    }
+    if (message.secretSet !== false) {
+      obj.secretSet = message.secretSet;
+    }
+    if (message.createdAt !== 0) {
+      obj.createdAt = Math.round(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== undefined) {
+      obj.previousSecretExpiresAt = Math.round(message.previousSecretExpiresAt);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Endpoint>): Endpoint {
+    return Endpoint.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Endpoint>): Endpoint {
+    const message = createBaseEndpoint();
+    message.id = object.id ?? "";
+    message.url = object.url ?? "";
+    message.description = object.description ?? "";
+    message.events = object.events?.map((e) => e) || [];
+    message.enabled = object.enabled ?? false;
+    message.disabledReason = object.disabledReason ?? undefined;
+    message.disabledAt = object.disabledAt ?? undefined;
+    message.ordering = object.ordering ?? "";
+    message.rateLimitPerSecond = object.rateLimitPerSecond ?? undefined;
+    message.retrySchedule = object.retrySchedule ?? "";
+    message.secretSet = object.secretSet ?? false;
+    message.createdAt = object.createdAt ?? 0;
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListEndpointsRequest(): ListEndpointsRequest {
+  return {};
+}
+
+export const ListEndpointsRequest: MessageFns<ListEndpointsRequest> = {
+  encode(_: ListEndpointsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListEndpointsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListEndpointsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListEndpointsRequest {
+    return {};
+  },
+
+  toJSON(_: ListEndpointsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListEndpointsRequest>): ListEndpointsRequest {
+    return ListEndpointsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListEndpointsRequest>): ListEndpointsRequest {
+    const message = createBaseListEndpointsRequest();
+    return message;
+  },
+};
+
+function createBaseListEndpointsResponse(): ListEndpointsResponse {
+  return { endpoints: [] };
+}
+
+export const ListEndpointsResponse: MessageFns<ListEndpointsResponse> = {
+  encode(message: ListEndpointsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.endpoints) {
+      Endpoint.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListEndpointsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListEndpointsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpoints.push(Endpoint.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListEndpointsResponse {
+    return {
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListEndpointsResponse): unknown {
+    const obj: any = {};
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => Endpoint.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListEndpointsResponse>): ListEndpointsResponse {
+    return ListEndpointsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListEndpointsResponse>): ListEndpointsResponse {
+    const message = createBaseListEndpointsResponse();
+    message.endpoints = object.endpoints?.map((e) => Endpoint.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateEndpointRequest(): CreateEndpointRequest {
+  return {
+    url: "",
+    description: undefined,
+    events: [],
+    enabled: undefined,
+    ordering: undefined,
+    rateLimitPerSecond: undefined,
+    retrySchedule: undefined,
+    secret: undefined,
+  };
+}
+
+export const CreateEndpointRequest: MessageFns<CreateEndpointRequest> = {
+  encode(message: CreateEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.url !== "") {
+      writer.uint32(10).string(message.url);
+    }
+    if (message.description !== undefined) {
+      writer.uint32(18).string(message.description);
+    }
+    for (const v of message.events) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.enabled !== undefined) {
+      writer.uint32(32).bool(message.enabled);
+    }
+    if (message.ordering !== undefined) {
+      writer.uint32(42).string(message.ordering);
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      writer.uint32(48).int32(message.rateLimitPerSecond);
+    }
+    if (message.retrySchedule !== undefined) {
+      writer.uint32(58).string(message.retrySchedule);
+    }
+    if (message.secret !== undefined) {
+      writer.uint32(66).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.enabled = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ordering = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.rateLimitPerSecond = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.retrySchedule = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateEndpointRequest {
+    return {
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : undefined,
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      enabled: isSet(object.enabled) ? globalThis.Boolean(object.enabled) : undefined,
+      ordering: isSet(object.ordering) ? globalThis.String(object.ordering) : undefined,
+      rateLimitPerSecond: isSet(object.rateLimitPerSecond)
+        ? globalThis.Number(object.rateLimitPerSecond)
+        : isSet(object.rate_limit_per_second)
+        ? globalThis.Number(object.rate_limit_per_second)
+        : undefined,
+      retrySchedule: isSet(object.retrySchedule)
+        ? globalThis.String(object.retrySchedule)
+        : isSet(object.retry_schedule)
+        ? globalThis.String(object.retry_schedule)
+        : undefined,
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : undefined,
+    };
+  },
+
+  toJSON(message: CreateEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.description !== undefined) {
+      obj.description = message.description;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.enabled !== undefined) {
+      obj.enabled = message.enabled;
+    }
+    if (message.ordering !== undefined) {
+      obj.ordering = message.ordering;
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      obj.rateLimitPerSecond = Math.round(message.rateLimitPerSecond);
+    }
+    if (message.retrySchedule !== undefined) {
+      obj.retrySchedule = message.retrySchedule;
+    }
+    if (message.secret !== undefined) {
+      obj.secret = message.secret;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateEndpointRequest>): CreateEndpointRequest {
+    return CreateEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateEndpointRequest>): CreateEndpointRequest {
+    const message = createBaseCreateEndpointRequest();
+    message.url = object.url ?? "";
+    message.description = object.description ?? undefined;
+    message.events = object.events?.map((e) => e) || [];
+    message.enabled = object.enabled ?? undefined;
+    message.ordering = object.ordering ?? undefined;
+    message.rateLimitPerSecond = object.rateLimitPerSecond ?? undefined;
+    message.retrySchedule = object.retrySchedule ?? undefined;
+    message.secret = object.secret ?? undefined;
+    return message;
+  },
+};
+
+function createBaseEndpointWithSecret(): EndpointWithSecret {
+  return { endpoint: undefined, secret: "" };
+}
+
+export const EndpointWithSecret: MessageFns<EndpointWithSecret> = {
+  encode(message: EndpointWithSecret, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpoint !== undefined) {
+      Endpoint.encode(message.endpoint, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointWithSecret {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointWithSecret();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpoint = Endpoint.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointWithSecret {
+    return {
+      endpoint: isSet(object.endpoint) ? Endpoint.fromJSON(object.endpoint) : undefined,
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+    };
+  },
+
+  toJSON(message: EndpointWithSecret): unknown {
+    const obj: any = {};
+    if (message.endpoint !== undefined) {
+      obj.endpoint = Endpoint.toJSON(message.endpoint);
+    }
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EndpointWithSecret>): EndpointWithSecret {
+    return EndpointWithSecret.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EndpointWithSecret>): EndpointWithSecret {
+    const message = createBaseEndpointWithSecret();
+    message.endpoint = (object.endpoint !== undefined && object.endpoint !== null)
+      ? Endpoint.fromPartial(object.endpoint)
+      : undefined;
+    message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
+function createBaseGetEndpointRequest(): GetEndpointRequest {
+  return { endpointId: "" };
+}
+
+export const GetEndpointRequest: MessageFns<GetEndpointRequest> = {
+  encode(message: GetEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== "") {
+      writer.uint32(10).string(message.endpointId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetEndpointRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetEndpointRequest>): GetEndpointRequest {
+    return GetEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetEndpointRequest>): GetEndpointRequest {
+    const message = createBaseGetEndpointRequest();
+    message.endpointId = object.endpointId ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateEndpointRequest(): UpdateEndpointRequest {
+  return {
+    endpointId: "",
+    url: undefined,
+    description: undefined,
+    events: [],
+    setEvents: false,
+    enabled: undefined,
+    ordering: undefined,
+    rateLimitPerSecond: undefined,
+    clearRateLimit: false,
+    retrySchedule: undefined,
+  };
+}
+
+export const UpdateEndpointRequest: MessageFns<UpdateEndpointRequest> = {
+  encode(message: UpdateEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== "") {
+      writer.uint32(10).string(message.endpointId);
+    }
+    if (message.url !== undefined) {
+      writer.uint32(18).string(message.url);
+    }
+    if (message.description !== undefined) {
+      writer.uint32(26).string(message.description);
+    }
+    for (const v of message.events) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.setEvents !== false) {
+      writer.uint32(40).bool(message.setEvents);
+    }
+    if (message.enabled !== undefined) {
+      writer.uint32(48).bool(message.enabled);
+    }
+    if (message.ordering !== undefined) {
+      writer.uint32(58).string(message.ordering);
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      writer.uint32(64).int32(message.rateLimitPerSecond);
+    }
+    if (message.clearRateLimit !== false) {
+      writer.uint32(72).bool(message.clearRateLimit);
+    }
+    if (message.retrySchedule !== undefined) {
+      writer.uint32(82).string(message.retrySchedule);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.setEvents = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.enabled = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.ordering = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.rateLimitPerSecond = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.clearRateLimit = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.retrySchedule = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateEndpointRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : undefined,
+      description: isSet(object.description) ? globalThis.String(object.description) : undefined,
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      setEvents: isSet(object.setEvents)
+        ? globalThis.Boolean(object.setEvents)
+        : isSet(object.set_events)
+        ? globalThis.Boolean(object.set_events)
+        : false,
+      enabled: isSet(object.enabled) ? globalThis.Boolean(object.enabled) : undefined,
+      ordering: isSet(object.ordering) ? globalThis.String(object.ordering) : undefined,
+      rateLimitPerSecond: isSet(object.rateLimitPerSecond)
+        ? globalThis.Number(object.rateLimitPerSecond)
+        : isSet(object.rate_limit_per_second)
+        ? globalThis.Number(object.rate_limit_per_second)
+        : undefined,
+      clearRateLimit: isSet(object.clearRateLimit)
+        ? globalThis.Boolean(object.clearRateLimit)
+        : isSet(object.clear_rate_limit)
+        ? globalThis.Boolean(object.clear_rate_limit)
+        : false,
+      retrySchedule: isSet(object.retrySchedule)
+        ? globalThis.String(object.retrySchedule)
+        : isSet(object.retry_schedule)
+        ? globalThis.String(object.retry_schedule)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    if (message.url !== undefined) {
+      obj.url = message.url;
+    }
+    if (message.description !== undefined) {
+      obj.description = message.description;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.setEvents !== false) {
+      obj.setEvents = message.setEvents;
+    }
+    if (message.enabled !== undefined) {
+      obj.enabled = message.enabled;
+    }
+    if (message.ordering !== undefined) {
+      obj.ordering = message.ordering;
+    }
+    if (message.rateLimitPerSecond !== undefined) {
+      obj.rateLimitPerSecond = Math.round(message.rateLimitPerSecond);
+    }
+    if (message.clearRateLimit !== false) {
+      obj.clearRateLimit = message.clearRateLimit;
+    }
+    if (message.retrySchedule !== undefined) {
+      obj.retrySchedule = message.retrySchedule;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateEndpointRequest>): UpdateEndpointRequest {
+    return UpdateEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateEndpointRequest>): UpdateEndpointRequest {
+    const message = createBaseUpdateEndpointRequest();
+    message.endpointId = object.endpointId ?? "";
+    message.url = object.url ?? undefined;
+    message.description = object.description ?? undefined;
+    message.events = object.events?.map((e) => e) || [];
+    message.setEvents = object.setEvents ?? false;
+    message.enabled = object.enabled ?? undefined;
+    message.ordering = object.ordering ?? undefined;
+    message.rateLimitPerSecond = object.rateLimitPerSecond ?? undefined;
+    message.clearRateLimit = object.clearRateLimit ?? false;
+    message.retrySchedule = object.retrySchedule ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteEndpointRequest(): DeleteEndpointRequest {
+  return { endpointId: "" };
+}
+
+export const DeleteEndpointRequest: MessageFns<DeleteEndpointRequest> = {
+  encode(message: DeleteEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== "") {
+      writer.uint32(10).string(message.endpointId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteEndpointRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteEndpointRequest>): DeleteEndpointRequest {
+    return DeleteEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteEndpointRequest>): DeleteEndpointRequest {
+    const message = createBaseDeleteEndpointRequest();
+    message.endpointId = object.endpointId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteEndpointResponse(): DeleteEndpointResponse {
+  return {};
+}
+
+export const DeleteEndpointResponse: MessageFns<DeleteEndpointResponse> = {
+  encode(_: DeleteEndpointResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteEndpointResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteEndpointResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteEndpointResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteEndpointResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteEndpointResponse>): DeleteEndpointResponse {
+    return DeleteEndpointResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DeleteEndpointResponse>): DeleteEndpointResponse {
+    const message = createBaseDeleteEndpointResponse();
+    return message;
+  },
+};
+
+function createBaseRotateEndpointSecretRequest(): RotateEndpointSecretRequest {
+  return { endpointId: "", secret: undefined, graceSeconds: 0 };
+}
+
+export const RotateEndpointSecretRequest: MessageFns<RotateEndpointSecretRequest> = {
+  encode(message: RotateEndpointSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== "") {
+      writer.uint32(10).string(message.endpointId);
+    }
+    if (message.secret !== undefined) {
+      writer.uint32(18).string(message.secret);
+    }
+    if (message.graceSeconds !== 0) {
+      writer.uint32(24).int32(message.graceSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateEndpointSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateEndpointSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.graceSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateEndpointSecretRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : undefined,
+      graceSeconds: isSet(object.graceSeconds)
+        ? globalThis.Number(object.graceSeconds)
+        : isSet(object.grace_seconds)
+        ? globalThis.Number(object.grace_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: RotateEndpointSecretRequest): unknown {
+    const obj: any = {};
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    if (message.secret !== undefined) {
+      obj.secret = message.secret;
+    }
+    if (message.graceSeconds !== 0) {
+      obj.graceSeconds = Math.round(message.graceSeconds);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RotateEndpointSecretRequest>): RotateEndpointSecretRequest {
+    return RotateEndpointSecretRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RotateEndpointSecretRequest>): RotateEndpointSecretRequest {
+    const message = createBaseRotateEndpointSecretRequest();
+    message.endpointId = object.endpointId ?? "";
+    message.secret = object.secret ?? undefined;
+    message.graceSeconds = object.graceSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecoverEndpointRequest(): RecoverEndpointRequest {
+  return { endpointId: "", since: 0, until: undefined };
+}
+
+export const RecoverEndpointRequest: MessageFns<RecoverEndpointRequest> = {
+  encode(message: RecoverEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== "") {
+      writer.uint32(10).string(message.endpointId);
+    }
+    if (message.since !== 0) {
+      writer.uint32(16).int64(message.since);
+    }
+    if (message.until !== undefined) {
+      writer.uint32(24).int64(message.until);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecoverEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecoverEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.since = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.until = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecoverEndpointRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+      since: isSet(object.since) ? globalThis.Number(object.since) : 0,
+      until: isSet(object.until) ? globalThis.Number(object.until) : undefined,
+    };
+  },
+
+  toJSON(message: RecoverEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    if (message.since !== 0) {
+      obj.since = Math.round(message.since);
+    }
+    if (message.until !== undefined) {
+      obj.until = Math.round(message.until);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecoverEndpointRequest>): RecoverEndpointRequest {
+    return RecoverEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecoverEndpointRequest>): RecoverEndpointRequest {
+    const message = createBaseRecoverEndpointRequest();
+    message.endpointId = object.endpointId ?? "";
+    message.since = object.since ?? 0;
+    message.until = object.until ?? undefined;
+    return message;
+  },
+};
+
+function createBaseRecoverEndpointResponse(): RecoverEndpointResponse {
+  return { count: 0 };
+}
+
+export const RecoverEndpointResponse: MessageFns<RecoverEndpointResponse> = {
+  encode(message: RecoverEndpointResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.count !== 0) {
+      writer.uint32(8).int32(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecoverEndpointResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecoverEndpointResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.count = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecoverEndpointResponse {
+    return { count: isSet(object.count) ? globalThis.Number(object.count) : 0 };
+  },
+
+  toJSON(message: RecoverEndpointResponse): unknown {
+    const obj: any = {};
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecoverEndpointResponse>): RecoverEndpointResponse {
+    return RecoverEndpointResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecoverEndpointResponse>): RecoverEndpointResponse {
+    const message = createBaseRecoverEndpointResponse();
+    message.count = object.count ?? 0;
     return message;
   },
 };
@@ -1549,12 +3114,96 @@ export const WebhooksService = {
     responseSerialize: (value: SendTestResponse): Buffer => Buffer.from(SendTestResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendTestResponse => SendTestResponse.decode(value),
   },
+  listEndpoints: {
+    path: "/renderbus.webhooks.v1.Webhooks/ListEndpoints" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListEndpointsRequest): Buffer => Buffer.from(ListEndpointsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListEndpointsRequest => ListEndpointsRequest.decode(value),
+    responseSerialize: (value: ListEndpointsResponse): Buffer =>
+      Buffer.from(ListEndpointsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListEndpointsResponse => ListEndpointsResponse.decode(value),
+  },
+  createEndpoint: {
+    path: "/renderbus.webhooks.v1.Webhooks/CreateEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateEndpointRequest): Buffer =>
+      Buffer.from(CreateEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateEndpointRequest => CreateEndpointRequest.decode(value),
+    responseSerialize: (value: EndpointWithSecret): Buffer => Buffer.from(EndpointWithSecret.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndpointWithSecret => EndpointWithSecret.decode(value),
+  },
+  getEndpoint: {
+    path: "/renderbus.webhooks.v1.Webhooks/GetEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetEndpointRequest): Buffer => Buffer.from(GetEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetEndpointRequest => GetEndpointRequest.decode(value),
+    responseSerialize: (value: Endpoint): Buffer => Buffer.from(Endpoint.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Endpoint => Endpoint.decode(value),
+  },
+  /** For ep_default, url changes go to the auth service (UpdateOrgWebhook); the gateway splits the request. */
+  updateEndpoint: {
+    path: "/renderbus.webhooks.v1.Webhooks/UpdateEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateEndpointRequest): Buffer =>
+      Buffer.from(UpdateEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateEndpointRequest => UpdateEndpointRequest.decode(value),
+    responseSerialize: (value: Endpoint): Buffer => Buffer.from(Endpoint.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Endpoint => Endpoint.decode(value),
+  },
+  /** For ep_default: forgets its settings; the gateway clears the org's webhookUrl. */
+  deleteEndpoint: {
+    path: "/renderbus.webhooks.v1.Webhooks/DeleteEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteEndpointRequest): Buffer =>
+      Buffer.from(DeleteEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteEndpointRequest => DeleteEndpointRequest.decode(value),
+    responseSerialize: (value: DeleteEndpointResponse): Buffer =>
+      Buffer.from(DeleteEndpointResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteEndpointResponse => DeleteEndpointResponse.decode(value),
+  },
+  /** For ep_default: keeps the org's current secret as the previous one; the gateway stores the new one with the org. */
+  rotateEndpointSecret: {
+    path: "/renderbus.webhooks.v1.Webhooks/RotateEndpointSecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateEndpointSecretRequest): Buffer =>
+      Buffer.from(RotateEndpointSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateEndpointSecretRequest => RotateEndpointSecretRequest.decode(value),
+    responseSerialize: (value: EndpointWithSecret): Buffer => Buffer.from(EndpointWithSecret.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndpointWithSecret => EndpointWithSecret.decode(value),
+  },
+  recoverEndpoint: {
+    path: "/renderbus.webhooks.v1.Webhooks/RecoverEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecoverEndpointRequest): Buffer =>
+      Buffer.from(RecoverEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecoverEndpointRequest => RecoverEndpointRequest.decode(value),
+    responseSerialize: (value: RecoverEndpointResponse): Buffer =>
+      Buffer.from(RecoverEndpointResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecoverEndpointResponse => RecoverEndpointResponse.decode(value),
+  },
 } as const;
 
 export interface WebhooksServer extends UntypedServiceImplementation {
   listDeliveries: handleUnaryCall<ListDeliveriesRequest, ListDeliveriesResponse>;
   retryDelivery: handleUnaryCall<RetryDeliveryRequest, Delivery>;
   sendTest: handleUnaryCall<SendTestRequest, SendTestResponse>;
+  listEndpoints: handleUnaryCall<ListEndpointsRequest, ListEndpointsResponse>;
+  createEndpoint: handleUnaryCall<CreateEndpointRequest, EndpointWithSecret>;
+  getEndpoint: handleUnaryCall<GetEndpointRequest, Endpoint>;
+  /** For ep_default, url changes go to the auth service (UpdateOrgWebhook); the gateway splits the request. */
+  updateEndpoint: handleUnaryCall<UpdateEndpointRequest, Endpoint>;
+  /** For ep_default: forgets its settings; the gateway clears the org's webhookUrl. */
+  deleteEndpoint: handleUnaryCall<DeleteEndpointRequest, DeleteEndpointResponse>;
+  /** For ep_default: keeps the org's current secret as the previous one; the gateway stores the new one with the org. */
+  rotateEndpointSecret: handleUnaryCall<RotateEndpointSecretRequest, EndpointWithSecret>;
+  recoverEndpoint: handleUnaryCall<RecoverEndpointRequest, RecoverEndpointResponse>;
 }
 
 export interface WebhooksClient extends Client {
@@ -1602,6 +3251,114 @@ export interface WebhooksClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendTestResponse) => void,
+  ): ClientUnaryCall;
+  listEndpoints(
+    request: ListEndpointsRequest,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  listEndpoints(
+    request: ListEndpointsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  listEndpoints(
+    request: ListEndpointsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  createEndpoint(
+    request: CreateEndpointRequest,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  createEndpoint(
+    request: CreateEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  createEndpoint(
+    request: CreateEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  getEndpoint(
+    request: GetEndpointRequest,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  getEndpoint(
+    request: GetEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  getEndpoint(
+    request: GetEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  /** For ep_default, url changes go to the auth service (UpdateOrgWebhook); the gateway splits the request. */
+  updateEndpoint(
+    request: UpdateEndpointRequest,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  updateEndpoint(
+    request: UpdateEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  updateEndpoint(
+    request: UpdateEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Endpoint) => void,
+  ): ClientUnaryCall;
+  /** For ep_default: forgets its settings; the gateway clears the org's webhookUrl. */
+  deleteEndpoint(
+    request: DeleteEndpointRequest,
+    callback: (error: ServiceError | null, response: DeleteEndpointResponse) => void,
+  ): ClientUnaryCall;
+  deleteEndpoint(
+    request: DeleteEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteEndpointResponse) => void,
+  ): ClientUnaryCall;
+  deleteEndpoint(
+    request: DeleteEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteEndpointResponse) => void,
+  ): ClientUnaryCall;
+  /** For ep_default: keeps the org's current secret as the previous one; the gateway stores the new one with the org. */
+  rotateEndpointSecret(
+    request: RotateEndpointSecretRequest,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  rotateEndpointSecret(
+    request: RotateEndpointSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  rotateEndpointSecret(
+    request: RotateEndpointSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndpointWithSecret) => void,
+  ): ClientUnaryCall;
+  recoverEndpoint(
+    request: RecoverEndpointRequest,
+    callback: (error: ServiceError | null, response: RecoverEndpointResponse) => void,
+  ): ClientUnaryCall;
+  recoverEndpoint(
+    request: RecoverEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecoverEndpointResponse) => void,
+  ): ClientUnaryCall;
+  recoverEndpoint(
+    request: RecoverEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecoverEndpointResponse) => void,
   ): ClientUnaryCall;
 }
 

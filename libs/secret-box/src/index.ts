@@ -1,0 +1,2 @@
+export * from "./secret-box.js";
+export * from "./keyring-config.js";

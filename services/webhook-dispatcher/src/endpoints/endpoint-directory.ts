@@ -1,0 +1,123 @@
+import type { Selectable } from "kysely";
+import type { SecretBox } from "@renderbus/secret-box";
+import type { DispatcherTables } from "../database.js";
+import type { DeliveryRow, DispatcherDb } from "../deliveries/delivery.js";
+import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
+import { DEFAULT_ENDPOINT_ID, endpointMatches, type Ordering, type RetryScheduleName } from "./endpoint-rules.js";
+
+/** A stored endpoint row. */
+export type EndpointRow = Selectable<DispatcherTables["endpoints"]>;
+
+/** An endpoint ready to send to: URL and secrets in memory only. */
+export interface ResolvedEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  ordering: Ordering;
+  retrySchedule: RetryScheduleName;
+  /** The newest secret (the seed header's), then the previous one while its grace lasts. Empty: unsigned. */
+  secrets: string[];
+}
+
+/** Every endpoint of an org, the default one first when the org has a webhookUrl. */
+export interface OrgEndpoints {
+  target: WebhookTarget;
+  endpoints: ResolvedEndpoint[];
+}
+
+export interface EndpointDirectory {
+  /** The org's endpoints, from a short-lived cache unless `fresh`. Throws when the auth service is unreachable. */
+  get(orgId: string, options?: { fresh?: boolean }): Promise<OrgEndpoints>;
+  /** Drops the org's cached entry and its target (after a change made on this replica). */
+  forget(orgId: string): void;
+}
+
+/** The default endpoint's settings when it has no row yet: every event, enabled, the seed schedule. */
+export function defaultEndpointSettings(orgId: string, now: number): EndpointRow {
+  return {
+    org_id: orgId,
+    id: DEFAULT_ENDPOINT_ID,
+    url: null,
+    description: "",
+    events: ["*"],
+    enabled: true,
+    disabled_reason: null,
+    disabled_at: null,
+    ordering: "none",
+    rate_limit_per_second: null,
+    retry_schedule: "seed",
+    secret_sealed: null,
+    previous_secret_sealed: null,
+    previous_secret_expires_at: null,
+    last_recover_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The secrets that sign for a row now: its own (or the org's, for the default endpoint), then a previous one in grace. */
+export function secretsOf(row: EndpointRow, ownSecret: string | undefined, box: SecretBox, now: number): string[] {
+  const previous = row.previous_secret_sealed !== null && (row.previous_secret_expires_at ?? 0) > now ? box.open(row.previous_secret_sealed, row.org_id) : undefined;
+  return [...new Set([ownSecret, previous].filter((secret): secret is string => !!secret))];
+}
+
+/** Resolves rows and the org's target into endpoints. Pure but for opening sealed secrets. */
+export function resolveEndpoints(target: WebhookTarget, rows: EndpointRow[], box: SecretBox, now = Date.now()): ResolvedEndpoint[] {
+  const endpoints: ResolvedEndpoint[] = [];
+  if (acceptsWebhooks(target)) {
+    const settings = rows.find((row) => row.id === DEFAULT_ENDPOINT_ID) ?? defaultEndpointSettings(target.orgId, now);
+    endpoints.push({ ...resolvedSettings(settings), url: target.url, secrets: secretsOf(settings, target.secret, box, now) });
+  }
+  for (const row of rows) {
+    if (row.id === DEFAULT_ENDPOINT_ID || row.url === null) continue;
+    const own = row.secret_sealed === null ? undefined : box.open(row.secret_sealed, row.org_id);
+    endpoints.push({ ...resolvedSettings(row), url: row.url, secrets: secretsOf(row, own, box, now) });
+  }
+  return endpoints;
+}
+
+function resolvedSettings(row: EndpointRow): Omit<ResolvedEndpoint, "url" | "secrets"> {
+  return { id: row.id, events: row.events, enabled: row.enabled, ordering: row.ordering, retrySchedule: row.retry_schedule };
+}
+
+/** The endpoints an event goes to (a disabled one too: its delivery is stored `skipped`). None without webhooks in the plan. */
+export function endpointsFor(org: OrgEndpoints, event: string): ResolvedEndpoint[] {
+  if (!org.target.plan.webhooks) return [];
+  return org.endpoints.filter((endpoint) => endpointMatches(endpoint.events, event));
+}
+
+/** The endpoint a stored delivery goes to, or undefined when it is gone (deleted, or the org's webhookUrl removed). */
+export function endpointOfDelivery(org: OrgEndpoints, row: Pick<DeliveryRow, "endpoint_id">): ResolvedEndpoint | undefined {
+  return org.endpoints.find((endpoint) => endpoint.id === row.endpoint_id);
+}
+
+/**
+ * Reads endpoints (rows of this schema, plus the org's webhook target from the auth service), caching each org's for
+ * `ttlMs`; concurrent lookups share one read. Other replicas see a change when their entry expires.
+ */
+export function createEndpointDirectory(db: DispatcherDb, targets: WebhookTargets, box: SecretBox, { ttlMs }: { ttlMs: number }): EndpointDirectory {
+  const cache = new Map<string, { expiresAt: number; value: Promise<OrgEndpoints> }>();
+  const load = async (orgId: string, fresh: boolean): Promise<OrgEndpoints> => {
+    const [target, rows] = await Promise.all([targets.get(orgId, { fresh }), db.selectFrom("endpoints").selectAll().where("org_id", "=", orgId).orderBy("created_at").execute()]);
+    return { target, endpoints: resolveEndpoints(target, rows, box) };
+  };
+  return {
+    get(orgId, { fresh = false } = {}) {
+      const now = Date.now();
+      const cached = cache.get(orgId);
+      if (!fresh && cached && cached.expiresAt > now) return cached.value;
+      const value = load(orgId, fresh);
+      cache.set(orgId, { expiresAt: now + ttlMs, value });
+      value.catch(() => {
+        if (cache.get(orgId)?.value === value) cache.delete(orgId);
+      });
+      if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+      return value;
+    },
+    forget(orgId) {
+      cache.delete(orgId);
+      targets.forget(orgId);
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import type { Logger } from "@renderbus/telemetry";
+import type { DispatcherDb } from "../deliveries/delivery.js";
+import { insertDeliveries } from "../deliveries/insert-deliveries.js";
+import { endpointsFor, type EndpointDirectory } from "./endpoint-directory.js";
+import { disableEndpoint, failingForWindow } from "./endpoint-store.js";
+
+/** The `endpoint.disabled` payload (docs/webhooks.md, "Auto-disable"). */
+export interface EndpointDisabledPayload {
+  event: "endpoint.disabled";
+  endpointId: string;
+  url: string;
+  reason: string;
+  disabledAt: number;
+}
+
+export interface EndpointHealth {
+  /** The receiver answered 410 Gone: the endpoint is disabled at once. */
+  gone(orgId: string, endpointId: string): Promise<void>;
+  /** A delivery to the endpoint failed for good: disables it when all its deliveries have failed for the window. */
+  failedForGood(orgId: string, endpointId: string): Promise<void>;
+}
+
+export interface EndpointHealthOptions {
+  db: DispatcherDb;
+  endpoints: EndpointDirectory;
+  logger: Logger;
+  /** WEBHOOK_DISABLE_AFTER_MS */
+  windowMs: number;
+  /** WEBHOOK_DISABLE_MIN_FAILURES */
+  minFailures: number;
+  /** Wakes the sender for the `endpoint.disabled` deliveries. */
+  wake(): void;
+}
+
+/**
+ * Disables dead endpoints and tells the org's other endpoints that subscribe to `endpoint.disabled`. Exactly one
+ * replica disables an endpoint (the update only matches an enabled one), and only it announces the change.
+ */
+export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailures, wake }: EndpointHealthOptions): EndpointHealth {
+  const disable = async (orgId: string, endpointId: string, reason: string): Promise<void> => {
+    const before = await endpoints.get(orgId);
+    const url = before.endpoints.find((endpoint) => endpoint.id === endpointId)?.url ?? "";
+    const row = await disableEndpoint(db, orgId, endpointId, reason);
+    endpoints.forget(orgId);
+    if (!row) return;
+    const disabledAt = row.disabled_at ?? Date.now();
+    logger.warn({ orgId, endpointId, reason }, "webhook endpoint disabled");
+    const payload: EndpointDisabledPayload = { event: "endpoint.disabled", endpointId, url, reason, disabledAt };
+    const body = JSON.stringify(payload);
+    const org = await endpoints.get(orgId);
+    const created = await insertDeliveries(
+      db,
+      endpointsFor(org, "endpoint.disabled")
+        .filter((endpoint) => endpoint.id !== endpointId)
+        .map((endpoint) => ({
+          orgId,
+          event: "endpoint.disabled",
+          sourceEventId: `endpoint.disabled:${endpointId}:${disabledAt}`,
+          jobId: null,
+          batchId: null,
+          url: endpoint.url,
+          body,
+          eventAt: disabledAt,
+          endpointId: endpoint.id,
+          skipped: !endpoint.enabled,
+        })),
+    );
+    if (created.length > 0) wake();
+  };
+  return {
+    gone: (orgId, endpointId) => disable(orgId, endpointId, "the receiver answered 410 Gone"),
+    async failedForGood(orgId, endpointId) {
+      if (await failingForWindow(db, orgId, endpointId, { windowMs, minFailures })) {
+        await disable(orgId, endpointId, `every delivery failed for ${Math.round(windowMs / 60_000)} min (at least ${minFailures} deliveries)`);
+      }
+    },
+  };
+}
