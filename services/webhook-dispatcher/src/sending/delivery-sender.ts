@@ -12,6 +12,7 @@ import type { EndpointHealth } from "../endpoints/endpoint-health.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
 import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
+import { claimGatedDeliveries, hasGatedWork } from "../deliveries/endpoint-flow.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
 import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
@@ -106,7 +107,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   // Attempts that finish together are recorded in one transaction: one commit per batch, not per delivery.
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
 
-  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined> => {
+  /** `notBefore`: a rate-limited endpoint's start slot (endpoint-flow.ts), waited for once everything else is ready. */
+  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number): Promise<DeliveryRow | undefined> => {
     // A child logger serializes its bindings when made: only make one for a line that will be written.
     const log = () => logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
     let org;
@@ -126,10 +128,17 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     const url = endpoint ? endpoint.url : row.url;
     const schedule = retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs);
     const [secret, ...previousSecrets] = endpoint?.secrets ?? [];
+    if (notBefore !== undefined && notBefore > Date.now()) {
+      await waitUnlessStopped(notBefore - Date.now(), stopController.signal);
+      if (stopController.signal.aborted) {
+        await releaseLease(db, row.id, leaseToken).catch(() => undefined);
+        return undefined;
+      }
+    }
     const result = endpoint
       ? await postWebhook(
           options.agent,
-          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand },
+          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence },
           { timeoutMs: options.timeoutMs, abort: stopController.signal },
         )
       : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, retryAfterMs: null };
@@ -179,12 +188,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   };
 
   // Each attempt is a span of the job's trace (the context stored with the delivery).
-  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]) =>
-    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs));
+  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number) =>
+    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs, notBefore));
 
   const leaseToken = randomUUID();
-  const start = (row: DeliveryRow) => {
-    const task = attempt(row, leaseToken)
+  /** Attempts `row` now, or `delayMs` from now (a rate-limited endpoint's slot). */
+  const start = (row: DeliveryRow, delayMs = 0) => {
+    const task = attempt(row, leaseToken, undefined, delayMs > 0 ? Date.now() + delayMs : undefined)
       .then(() => undefined)
       .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
       .finally(() => {
@@ -224,10 +234,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         continue;
       }
       try {
-        const claimed = await claimDueDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
+        // FIFO and rate-limited endpoints first (one claim each per endpoint, few rows), then everything else.
+        const gated = (await hasGatedWork(db)) ? await claimGatedDeliveries(db, { limit: free, leaseMs, leaseToken }) : [];
+        for (const { row, delayMs } of gated) start(row, delayMs);
+        const claimed = await claimDueDeliveries(db, { limit: free - gated.length, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
         failures = 0;
         for (const row of claimed) start(row);
-        if (claimed.length === free) pending = true; // there may be more due
+        if (gated.length + claimed.length === free) pending = true; // there may be more due
       } catch (error) {
         failures += 1;
         logger.warn({ err: error, failures }, "claiming due deliveries failed; retrying");
@@ -281,4 +294,18 @@ export async function keptExcerpt(
   if (excerpt === null || !allowPrivateAddresses) return excerpt;
   if (!URL.canParse(url)) return null;
   return (await resolvesOnlyToAllowedAddresses(new URL(url).hostname, addressPolicy)) ? excerpt : null;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function waitUnlessStopped(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }
