@@ -1,0 +1,259 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "@renderbus/ids";
+import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
+import { verifySignature } from "@renderbus/webhook-signing";
+import type { DispatcherService } from "../service.js";
+import {
+  connectPublisher,
+  eventually,
+  jobCompletedEvent,
+  startFakeAuth,
+  startReceiver,
+  startTestDispatcher,
+  testConfig,
+  webhooksClient,
+  type ReceivedRequest,
+  type ReceiverBehaviour,
+} from "../testing/dispatcher-harness.js";
+
+let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
+let publisher: Awaited<ReturnType<typeof connectPublisher>>;
+let dispatcher: DispatcherService;
+let client: ReturnType<typeof webhooksClient>;
+const receivers: { stop(): Promise<void> }[] = [];
+
+const as = (orgId: string, plan = "pro", role = "admin") => ({ auth: { orgId, userId: "usr_test", plan, role } });
+const headersOf = (request: ReceivedRequest) => request.headers as Record<string, string>;
+const WHSEC = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`;
+
+async function receiver(behave?: ReceiverBehaviour) {
+  const started = await startReceiver(behave);
+  receivers.push(started);
+  return started;
+}
+
+/** An org on the pro plan whose webhookUrl (ep_default) points at a fresh receiver. */
+async function orgWithDefault(secret = "default-secret") {
+  const defaultReceiver = await receiver();
+  const orgId = newId("org");
+  fakeAuth.setTarget({ orgId, plan: "pro", url: defaultReceiver.url, secret });
+  return { orgId, defaultReceiver };
+}
+
+const jobFailedEvent = (orgId: string, jobId = newId("job")) => ({
+  jobId,
+  orgId,
+  error: { code: "PROVIDER_ERROR", message: "ffmpeg exited with 1" },
+  timing: { createdAt: 1_700_000_000_000, startedAt: 1_700_000_001_000, completedAt: 1_700_000_002_000 },
+});
+
+beforeAll(async () => {
+  const { natsUrl } = testInfra();
+  const databaseUrl = await createTestDatabase("dispatcherendpoints");
+  const namespace = testNamespace("endpoints");
+  fakeAuth = await startFakeAuth();
+  publisher = await connectPublisher(natsUrl, namespace);
+  dispatcher = await startTestDispatcher(
+    testConfig(
+      { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
+      {
+        WEBHOOK_RETRY_SCHEDULE_MS: "300,300,300",
+        WEBHOOK_TIMEOUT_MS: "2000",
+        // Auto-disable after 3 failed deliveries, however recent: the window is covered by its own test of the query.
+        WEBHOOK_DISABLE_AFTER_MS: "1",
+        WEBHOOK_DISABLE_MIN_FAILURES: "3",
+        WEBHOOK_RECOVER_INTERVAL_MS: "60000",
+      },
+    ),
+  );
+  client = webhooksClient(dispatcher.grpcPort);
+});
+
+afterAll(async () => {
+  client?.close();
+  await dispatcher?.stop();
+  await publisher?.close();
+  await fakeAuth?.stop();
+  await Promise.all(receivers.map((started) => started.stop()));
+});
+
+describe("webhook endpoints", () => {
+  it("lists the org's webhookUrl as ep_default beside created endpoints, never with a secret", async () => {
+    const { orgId, defaultReceiver } = await orgWithDefault();
+    const other = await receiver();
+    const created = await client.createEndpoint({ url: other.url, events: ["job.failed"], description: "failures" }, as(orgId));
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    expect(created.endpoint).toMatchObject({ url: other.url, events: ["job.failed"], enabled: true, ordering: "none", retrySchedule: "seed", secretSet: true });
+    expect(created.endpoint!.id).toMatch(/^ep_/);
+
+    const { endpoints } = await client.listEndpoints({}, as(orgId, "pro", "member"));
+    expect(endpoints.map((endpoint) => [endpoint.id, endpoint.url])).toEqual([
+      ["ep_default", defaultReceiver.url],
+      [created.endpoint!.id, other.url],
+    ]);
+    expect(JSON.stringify(endpoints)).not.toContain(created.secret);
+    expect(JSON.stringify(endpoints)).not.toContain("default-secret");
+    expect(await client.getEndpoint({ endpointId: created.endpoint!.id }, as(orgId))).toMatchObject({ description: "failures" });
+  });
+
+  it("refuses bad fields, other orgs' endpoints, members, free plans and a 21st endpoint", async () => {
+    const { orgId } = await orgWithDefault();
+    await expect(client.createEndpoint({ url: "ftp://example.com/x", events: ["*"] }, as(orgId))).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    await expect(client.createEndpoint({ url: "https://example.com/x", events: ["job.exploded"] }, as(orgId))).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    await expect(client.createEndpoint({ url: "https://example.com/x", events: ["*"], ordering: "random" }, as(orgId))).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    await expect(client.createEndpoint({ url: "https://example.com/x", events: ["*"] }, as(orgId, "pro", "member"))).rejects.toMatchObject({ code: "FORBIDDEN" });
+    const freeOrg = newId("org");
+    fakeAuth.setTarget({ orgId: freeOrg, plan: "free" });
+    await expect(client.createEndpoint({ url: "https://example.com/x", events: ["*"] }, as(freeOrg, "free"))).rejects.toMatchObject({ code: "PLAN_LIMIT" });
+
+    const created = await client.createEndpoint({ url: "https://example.com/a", events: ["*"] }, as(orgId));
+    const { orgId: otherOrg } = await orgWithDefault();
+    await expect(client.getEndpoint({ endpointId: created.endpoint!.id }, as(otherOrg))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(client.deleteEndpoint({ endpointId: created.endpoint!.id }, as(otherOrg))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    // 20 in all, the default one included: 18 more fit, the next is refused.
+    for (let index = 0; index < 18; index += 1) await client.createEndpoint({ url: `https://example.com/${index}`, events: ["*"] }, as(orgId));
+    await expect(client.createEndpoint({ url: "https://example.com/last", events: ["*"] }, as(orgId))).rejects.toMatchObject({ code: "CONFLICT" });
+    await client.deleteEndpoint({ endpointId: created.endpoint!.id }, as(orgId));
+    await expect(client.getEndpoint({ endpointId: created.endpoint!.id }, as(orgId))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await client.createEndpoint({ url: "https://example.com/last", events: ["*"] }, as(orgId));
+  });
+
+  it("delivers each event once per matching endpoint, each with its own delivery id, signed with its own secret", async () => {
+    const { orgId, defaultReceiver } = await orgWithDefault();
+    const failuresOnly = await receiver();
+    const everything = await receiver();
+    const failures = await client.createEndpoint({ url: failuresOnly.url, events: ["job.failed"] }, as(orgId));
+    const all = await client.createEndpoint({ url: everything.url, events: ["*"], secret: WHSEC }, as(orgId));
+    const jobId = newId("job");
+
+    await publisher.publish("job.completed", jobCompletedEvent(orgId, jobId));
+    await publisher.publish("job.failed", jobFailedEvent(orgId));
+    await defaultReceiver.waitFor(2);
+    await everything.waitFor(2);
+    await failuresOnly.waitFor(1);
+    // Nothing more arrives for the endpoint that filters job.completed out.
+    await eventually(async () => (await client.listDeliveries({ limit: 20 }, as(orgId))).deliveries.filter((delivery) => delivery.status === "succeeded").length === 5);
+    expect(failuresOnly.received.map((request) => request.json.event)).toEqual(["job.failed"]);
+    expect(everything.received.map((request) => request.json.event).sort()).toEqual(["job.completed", "job.failed"]);
+
+    const { deliveries } = await client.listDeliveries({ limit: 20, jobId }, as(orgId));
+    expect(deliveries.map((delivery) => delivery.endpointId).sort()).toEqual([all.endpoint!.id, "ep_default"].sort());
+    expect(new Set(deliveries.map((delivery) => delivery.id)).size).toBe(2);
+
+    // The seed's headers and signature are unchanged for the default endpoint; the others carry their own secret.
+    const seed = defaultReceiver.received[0]!;
+    expect(verifySignature(seed.rawBody, seed.headers["x-renderbus-signature"] as string, "default-secret")).toBe(true);
+    const standard = everything.received[0]!;
+    expect(() => new Webhook(WHSEC).verify(standard.rawBody.toString("utf8"), headersOf(standard))).not.toThrow();
+    expect(verifySignature(standard.rawBody, standard.headers["x-renderbus-signature"] as string, WHSEC)).toBe(true);
+    const generated = failuresOnly.received[0]!;
+    expect(() => new Webhook(failures.secret).verify(generated.rawBody.toString("utf8"), headersOf(generated))).not.toThrow();
+  });
+
+  it("signs with both secrets during a rotation's grace period, the seed header with the new one, then only the new one", async () => {
+    const { orgId } = await orgWithDefault();
+    const target = await receiver();
+    const created = await client.createEndpoint({ url: target.url, events: ["job.completed"], secret: WHSEC }, as(orgId));
+    const endpointId = created.endpoint!.id;
+    const rotated = await client.rotateEndpointSecret({ endpointId, graceSeconds: 3600 }, as(orgId));
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.endpoint!.previousSecretExpiresAt).toBeGreaterThan(Date.now());
+
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    const [during] = await target.waitFor(1);
+    expect(during!.headers["webhook-signature"]!.toString().split(" ")).toHaveLength(2);
+    const body = during!.rawBody.toString("utf8");
+    expect(() => new Webhook(WHSEC).verify(body, headersOf(during!))).not.toThrow();
+    expect(() => new Webhook(rotated.secret).verify(body, headersOf(during!))).not.toThrow();
+    expect(verifySignature(during!.rawBody, during!.headers["x-renderbus-signature"] as string, rotated.secret)).toBe(true);
+
+    // A rotation without grace drops the old secret at once.
+    const again = await client.rotateEndpointSecret({ endpointId, graceSeconds: 0 }, as(orgId));
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    const [, after] = await target.waitFor(2);
+    expect(after!.headers["webhook-signature"]!.toString().split(" ")).toHaveLength(1);
+    expect(() => new Webhook(again.secret).verify(after!.rawBody.toString("utf8"), headersOf(after!))).not.toThrow();
+    expect(() => new Webhook(rotated.secret).verify(after!.rawBody.toString("utf8"), headersOf(after!))).toThrow();
+  });
+
+  it("waits as long as a 503's Retry-After asks before the next attempt, and counts the attempt", async () => {
+    const { orgId } = await orgWithDefault();
+    let calls = 0;
+    const target = await receiver((_request, response) => {
+      calls += 1;
+      if (calls === 1) response.writeHead(503, { "retry-after": "3" }).end("busy");
+      else response.writeHead(200).end("ok");
+    });
+    await client.createEndpoint({ url: target.url, events: ["job.completed"] }, as(orgId));
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    const [first, second] = await target.waitFor(2, 20_000);
+    // The schedule's own delay is 300 ms; the receiver asked for 3 s.
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(2900);
+    expect(second!.headers["x-renderbus-attempt"]).toBe("2");
+  });
+
+  it("disables an endpoint answering 410 at once, tells the endpoints subscribed to endpoint.disabled, and stores later deliveries as skipped", async () => {
+    const { orgId, defaultReceiver } = await orgWithDefault();
+    const gone = await receiver((_request, response) => response.writeHead(410).end("gone"));
+    const watcher = await receiver();
+    const goneEndpoint = await client.createEndpoint({ url: gone.url, events: ["job.completed"] }, as(orgId));
+    await client.createEndpoint({ url: watcher.url, events: ["endpoint.disabled"] }, as(orgId));
+
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await gone.waitFor(1);
+    const endpoint = await eventually(async () => {
+      const current = await client.getEndpoint({ endpointId: goneEndpoint.endpoint!.id }, as(orgId));
+      return !current.enabled && current;
+    });
+    expect(endpoint.disabledReason).toContain("410");
+    const [notice] = await watcher.waitFor(1);
+    expect(notice!.json).toMatchObject({ event: "endpoint.disabled", endpointId: goneEndpoint.endpoint!.id, url: gone.url, reason: endpoint.disabledReason });
+    // "*" does not cover operational events: the default endpoint never saw it.
+    await defaultReceiver.waitFor(1);
+    expect(defaultReceiver.received.map((request) => request.json.event)).toEqual(["job.completed"]);
+
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await defaultReceiver.waitFor(2);
+    const skipped = await eventually(async () => {
+      const { deliveries } = await client.listDeliveries({ limit: 10, status: "skipped" }, as(orgId));
+      return deliveries.length === 1 && deliveries[0];
+    });
+    expect(skipped.endpointId).toBe(goneEndpoint.endpoint!.id);
+    expect(skipped.attempts).toBe(0);
+    expect(gone.received).toHaveLength(1);
+  });
+
+  it("auto-disables an endpoint whose deliveries all failed, and recovers its failed and skipped deliveries once re-enabled", async () => {
+    const { orgId } = await orgWithDefault();
+    let healthy = false;
+    const flaky = await receiver((_request, response) => response.writeHead(healthy ? 200 : 500).end());
+    const created = await client.createEndpoint({ url: flaky.url, events: ["job.completed"] }, as(orgId));
+    const endpointId = created.endpoint!.id;
+    const since = Date.now();
+    for (let index = 0; index < 3; index += 1) await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    const disabled = await eventually(async () => {
+      const current = await client.getEndpoint({ endpointId }, as(orgId));
+      return !current.enabled && current;
+    }, 30_000);
+    expect(disabled.disabledReason).toContain("every delivery failed");
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await eventually(async () => (await client.listDeliveries({ limit: 10, status: "skipped" }, as(orgId))).deliveries.length === 1);
+
+    await expect(client.recoverEndpoint({ endpointId, since }, as(orgId))).rejects.toMatchObject({ code: "CONFLICT" });
+    healthy = true;
+    const enabled = await client.updateEndpoint({ endpointId, enabled: true, events: [], setEvents: false, clearRateLimit: false }, as(orgId));
+    expect(enabled).toMatchObject({ enabled: true });
+    expect(enabled.disabledReason).toBeUndefined();
+    const before = flaky.received.length;
+    const { count } = await client.recoverEndpoint({ endpointId, since }, as(orgId));
+    expect(count).toBe(4);
+    await flaky.waitFor(before + 4);
+    await eventually(async () => {
+      const { deliveries } = await client.listDeliveries({ limit: 20 }, as(orgId));
+      const mine = deliveries.filter((delivery) => delivery.endpointId === endpointId);
+      return mine.length === 4 && mine.every((delivery) => delivery.status === "succeeded");
+    });
+    await expect(client.recoverEndpoint({ endpointId, since }, as(orgId))).rejects.toMatchObject({ code: "RATE_LIMITED" });
+  });
+});
