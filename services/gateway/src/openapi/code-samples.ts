@@ -13,6 +13,10 @@ export const requestBodyExamples: Record<string, Record<string, unknown>> = {
   submitBatch: { jobs: [exampleJob, { type: "transcode", inputs: { source: SOURCE_URL }, params: { resolution: "720p" } }] },
   createApiKey: { name: "CI pipeline" },
   updateOrgWebhook: { webhookUrl: "https://hooks.example.com/renderbus", webhookSecret: "a-long-random-secret" },
+  createWebhookEndpoint: { url: "https://hooks.example.com/failures", events: ["job.failed", "endpoint.disabled"], description: "Alerts" },
+  updateWebhookEndpoint: { enabled: true },
+  rotateWebhookEndpointSecret: { graceSeconds: 86400 },
+  recoverWebhookEndpoint: { since: 1764000000000 },
 };
 
 /** Values substituted for path parameters in the samples, so they read like real calls. */
@@ -22,6 +26,7 @@ const examplePathValues: Record<string, string> = {
   keyId: "key_01JD3ZA0B1C2D3E4F5G6H7J8K9",
   orgId: "org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V",
   deliveryId: "del_01JD3ZB2C3D4E5F6G7H8J9K0M1",
+  endpointId: "ep_01JD3ZC3D4E5F6G7H8J9K0M1N2",
   type: "transcode",
   key: "org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V/job_01JD3Z8X9K2M4N6P8R0T2V4W6Y/output.mp4",
 };

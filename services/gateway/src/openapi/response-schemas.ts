@@ -15,6 +15,23 @@ const object = (properties: Record<string, unknown>, extra: Record<string, unkno
   ...extra,
 });
 
+/** A webhook endpoint (present/present.ts presentEndpoint). */
+const ENDPOINT_PROPERTIES = {
+    id: { type: "string", pattern: "^ep_", examples: ["ep_default"] },
+    url: { type: "string" },
+    description: { type: "string" },
+    events: { type: "array", items: { type: "string" }, examples: [["*"], ["job.failed", "endpoint.disabled"]] },
+    enabled: { type: "boolean" },
+    disabledReason: nullableString,
+    disabledAt: epochMsOrNull,
+    ordering: { type: "string", enum: ["none", "fifo"] },
+    rateLimitPerSecond: nullableInteger,
+    retrySchedule: { type: "string", enum: ["seed", "extended"] },
+    secretSet: { type: "boolean" },
+    previousSecretExpiresAt: { ...epochMsOrNull, description: "Until when the secret before the last rotation still signs" },
+    createdAt: epochMs,
+  };
+
 export const responseSchemas = {
   Job: object(
     {
@@ -41,7 +58,7 @@ export const responseSchemas = {
         items: object({
           id: { type: "string", pattern: "^del_" },
           event: { type: "string" },
-          status: { type: "string", enum: ["pending", "succeeded", "failed"] },
+          status: { type: "string", enum: ["pending", "succeeded", "failed", "skipped"] },
           attempts: { type: "integer" },
           lastAttemptAt: epochMsOrNull,
           nextAttemptAt: epochMsOrNull,
@@ -92,9 +109,10 @@ export const responseSchemas = {
     event: { type: "string" },
     jobId: nullableString,
     batchId: nullableString,
-    status: { type: "string", enum: ["pending", "succeeded", "failed"] },
+    status: { type: "string", enum: ["pending", "succeeded", "failed", "skipped"], description: "skipped: created while its endpoint was disabled" },
     attempts: { type: "integer" },
     url: { type: "string" },
+    endpointId: { type: "string", description: "The endpoint it goes to (ep_default: the org's webhookUrl)", examples: ["ep_default"] },
     createdAt: epochMs,
     lastAttemptAt: epochMsOrNull,
     nextAttemptAt: epochMsOrNull,
@@ -149,10 +167,14 @@ export const responseSchemas = {
     succeeded: { type: "boolean", description: "The receiver answered 2xx within the timeout" },
     delivery: { oneOf: [{ type: "null" }, { $ref: "#/components/schemas/Delivery" }] },
   }),
+  Endpoint: object(ENDPOINT_PROPERTIES),
+  CreatedEndpoint: object({ ...ENDPOINT_PROPERTIES, secret: { type: "string", description: "The signing secret; shown only in this response" } }),
+  DeletedEndpoint: object({ id: { type: "string", pattern: "^ep_" }, deleted: { type: "boolean" } }),
+  RecoveredDeliveries: object({ count: { type: "integer", description: "Deliveries given a new attempt chain" } }),
 } as const;
 
 /** Operations whose `data` is an array of the schema below (with `nextCursor` when the route takes a cursor). */
-export const LIST_OPERATIONS = new Set(["listJobs", "listBatches", "listApiKeys", "listWebhookDeliveries", "listJobTypes", "getUsage"]);
+export const LIST_OPERATIONS = new Set(["listJobs", "listBatches", "listApiKeys", "listWebhookDeliveries", "listJobTypes", "getUsage", "listWebhookEndpoints"]);
 
 /** Which schema each operation's `data` has (the items' for list operations); openapi-document.test.ts requires one per route. */
 export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
@@ -176,4 +198,11 @@ export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   getBalance: "Balance",
   getUsage: "UsageEntry",
   sendTestWebhook: "TestWebhookOutcome",
+  listWebhookEndpoints: "Endpoint",
+  createWebhookEndpoint: "CreatedEndpoint",
+  getWebhookEndpoint: "Endpoint",
+  updateWebhookEndpoint: "Endpoint",
+  deleteWebhookEndpoint: "DeletedEndpoint",
+  rotateWebhookEndpointSecret: "CreatedEndpoint",
+  recoverWebhookEndpoint: "RecoveredDeliveries",
 };
