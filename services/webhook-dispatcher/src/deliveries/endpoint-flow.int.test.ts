@@ -88,6 +88,15 @@ describe("claiming a FIFO endpoint", () => {
     expect((await gated(now + 5001)).map((claim) => claim.row.sequence)).toEqual([2]);
   });
 
+  it("is not held by a test event, which is sent outside the queue (even one whose sender died)", async () => {
+    const orgId = newId("org");
+    const fifo = await endpoint(orgId, { ordering: "fifo" });
+    const now = Date.now();
+    await insertDeliveries(db, [{ ...delivery(orgId, fifo, false), event: "webhook.test", sourceEventId: null }], { now: now - 10, queued: false });
+    await insertDeliveries(db, [delivery(orgId, fifo, true)], { now });
+    expect((await gated(now)).map((claim) => claim.row.sequence)).toEqual([1]);
+  });
+
   it("takes a crashed holder's head over once its lease has run out", async () => {
     const orgId = newId("org");
     const fifo = await endpoint(orgId, { ordering: "fifo" });

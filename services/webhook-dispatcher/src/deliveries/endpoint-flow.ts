@@ -113,6 +113,8 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, leaseMs, l
           select head.id, 1::bigint as n
           from (select d.id, d.next_attempt_at from deliveries d
                 where d.org_id = s.org_id and d.endpoint_id = s.endpoint_id and d.status = 'pending'
+                  -- Queued ones only: a test event (never due) is sent outside the queue and holds nothing.
+                  and d.next_attempt_at is not null
                 order by d.sequence nulls first, d.created_at, d.id
                 limit 1) head
           where s.fifo and head.next_attempt_at is not null and head.next_attempt_at <= ${now}
