@@ -33,7 +33,7 @@ function delivery(orgId: string, endpointId: string, ordered: boolean, sourceEve
   return { orgId, event: "job.running", sourceEventId, jobId: newId("job"), batchId: null, url: "http://127.0.0.1:9/", body: "{}", eventAt: 0, endpointId, ordered };
 }
 
-const gated = (now: number, token = "replica-a", limit = 10) => claimGatedDeliveries(db, { limit, leaseMs: LEASE_MS, leaseToken: token, now });
+const gated = (now: number, token = "replica-a", limit = 10, orgMaxInFlight = 8) => claimGatedDeliveries(db, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: token, now });
 const main = (now: number, token = "replica-a") => claimDueDeliveries(db, { limit: 10, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: token, now });
 const sequences = (rows: Array<{ sequence: number | null }>) => rows.map((row) => row.sequence);
 
@@ -158,6 +158,17 @@ describe("claiming a rate-limited endpoint", () => {
     for (const claim of next) expect(claim.delayMs).toBeGreaterThan(600);
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from deliveries where status = 'pending' and lease_token is null`.execute(db);
     expect(rows[0]?.n).toBe(15 - next.length);
+  });
+
+  it("keeps within the org's in-flight cap, counting the org's other leases", async () => {
+    const orgId = newId("org");
+    const [limited, plain] = [await endpoint(orgId, { rate: 100 }), await endpoint(orgId)];
+    const now = Date.now();
+    await insertDeliveries(db, [delivery(orgId, plain, false)], { now });
+    expect(await main(now)).toHaveLength(1);
+    await insertDeliveries(db, Array.from({ length: 10 }, () => delivery(orgId, limited, false)), { now });
+    expect(await gated(now, "replica-a", 10, 4)).toHaveLength(3);
+    expect(await gated(now, "replica-b", 10, 4)).toEqual([]);
   });
 
   it("combines with FIFO: one at a time, each in its own slot", async () => {

@@ -49,16 +49,21 @@ export async function lockSequenceCounters(trx: DispatcherDb, endpoints: Array<{
 
 export interface GatedClaimOptions {
   limit: number;
+  /** Leases an org may hold across replicas, counted as claimDueDeliveries counts them. */
+  orgMaxInFlight: number;
   /** The lease of a claimed delivery; RATE_SLOT_HORIZON_MS is added, as it may wait that long for its slot. */
   leaseMs: number;
   leaseToken: string;
   now?: number;
 }
 
-/** A delivery of a gated endpoint, claimed: its attempt starts after `delayMs` (its rate-limit slot; 0 without a limit). */
+/** A delivery of a gated endpoint, claimed, with its rate-limit slot (none without a limit). */
 export interface GatedClaim {
   row: DeliveryRow;
+  /** How long after the claim its attempt may start: 0 without a limit. */
   delayMs: number;
+  /** When its attempt may start, in epoch ms of PostgreSQL's clock; null without a limit. */
+  slotAt: number | null;
 }
 
 /** Whether any gated endpoint has a due delivery (one cheap statement before claimGatedDeliveries' transaction). */
@@ -79,10 +84,10 @@ export async function hasGatedWork(db: DispatcherDb, now = Date.now()): Promise<
  *    from is skipped). The lock is taken before the second statement's snapshot, so that statement sees every lease
  *    and slot committed by an earlier holder;
  * 2. per locked endpoint: FIFO, its head when due and nothing of it is leased; otherwise its due deliveries in due
- *    order; with a rate limit, only as many as have a slot within RATE_SLOT_HORIZON_MS. They are leased, and the
- *    endpoint's next slot is stored.
+ *    order; with a rate limit, only as many as have a slot within RATE_SLOT_HORIZON_MS; within each org's in-flight
+ *    cap, as claimDueDeliveries counts it. They are leased, and the endpoint's next slot is stored.
  */
-export async function claimGatedDeliveries(db: DispatcherDb, { limit, leaseMs, leaseToken, now = Date.now() }: GatedClaimOptions): Promise<GatedClaim[]> {
+export async function claimGatedDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: GatedClaimOptions): Promise<GatedClaim[]> {
   if (limit <= 0) return [];
   return db.transaction().execute(async (trx) => {
     const { rows: locked } = await sql<{ org_id: string; endpoint_id: string }>`
@@ -97,7 +102,7 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, leaseMs, l
       limit ${limit}`.execute(trx);
     if (locked.length === 0) return [];
     const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs + RATE_SLOT_HORIZON_MS });
-    const { rows } = await sql<DeliveryRow & { delay_ms: number }>`
+    const { rows } = await sql<DeliveryRow & { delay_ms: number; slot_at: number | null }>`
       with clock as materialized (
         select extract(epoch from clock_timestamp())::double precision * 1000 as now_ms
       ), settings as (
@@ -130,9 +135,19 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, leaseMs, l
                 limit ${limit}) due
         ) c
         where s.rate is null or s.first_slot + (c.n - 1) * 1000.0 / s.rate < (select now_ms from clock) + ${RATE_SLOT_HORIZON_MS}
+      ), busy as (
+        select o.org_id, (select count(*)::int from deliveries l
+                          where l.org_id = o.org_id and l.lease_until is not null and l.lease_until > ${now}) as in_flight
+        from (select distinct org_id from picked) o
+      ), within_cap as (
+        select p.* from (
+          select p.*, busy.in_flight + row_number() over (partition by p.org_id order by p.n, p.endpoint_id) as slot
+          from picked p join busy on busy.org_id = p.org_id
+        ) p
+        where p.slot <= ${orgMaxInFlight}
       ), chosen as (
         -- Round robin over the endpoints; each keeps a prefix of its own, so its slots stay contiguous.
-        select * from picked order by n, org_id, endpoint_id limit ${limit}
+        select * from within_cap order by n, org_id, endpoint_id limit ${limit}
       ), leased as (
         update deliveries d set lease_until = ${lease.lease_until}, lease_token = ${lease.lease_token}, next_attempt_at = ${lease.next_attempt_at}
         from chosen where d.id = chosen.id
@@ -146,11 +161,14 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, leaseMs, l
       )
       select leased.*,
              case when chosen_rate is null then 0
-                  else greatest(0, chosen_first_slot + (chosen_n - 1) * 1000.0 / chosen_rate - (select now_ms from clock)) end as delay_ms
+                  else greatest(0, chosen_first_slot + (chosen_n - 1) * 1000.0 / chosen_rate - (select now_ms from clock)) end as delay_ms,
+             case when chosen_rate is not null then chosen_first_slot + (chosen_n - 1) * 1000.0 / chosen_rate end as slot_at
       from leased`.execute(trx);
-    return rows.map(({ chosen_rate: _rate, chosen_first_slot: _slot, chosen_n: _n, delay_ms, ...row }: DeliveryRow & { delay_ms: number; chosen_rate?: unknown; chosen_first_slot?: unknown; chosen_n?: unknown }) => ({
+    type Claimed = DeliveryRow & { delay_ms: number; slot_at: number | null; chosen_rate?: unknown; chosen_first_slot?: unknown; chosen_n?: unknown };
+    return rows.map(({ chosen_rate: _rate, chosen_first_slot: _slot, chosen_n: _n, delay_ms, slot_at, ...row }: Claimed) => ({
       row: row as DeliveryRow,
       delayMs: Math.ceil(Number(delay_ms)),
+      slotAt: slot_at === null ? null : Math.ceil(Number(slot_at)),
     }));
   });
 }

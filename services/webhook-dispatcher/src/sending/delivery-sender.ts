@@ -12,7 +12,7 @@ import type { EndpointHealth } from "../endpoints/endpoint-health.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
 import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
-import { claimGatedDeliveries, hasGatedWork } from "../deliveries/endpoint-flow.js";
+import { claimGatedDeliveries, hasGatedWork, type GatedClaim } from "../deliveries/endpoint-flow.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
 import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
@@ -192,9 +192,9 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs, notBefore));
 
   const leaseToken = randomUUID();
-  /** Attempts `row` now, or `delayMs` from now (a rate-limited endpoint's slot). */
-  const start = (row: DeliveryRow, delayMs = 0) => {
-    const task = attempt(row, leaseToken, undefined, delayMs > 0 ? Date.now() + delayMs : undefined)
+  /** Attempts `row` now, or at `notBefore` (a rate-limited endpoint's slot, see slotStart). */
+  const start = (row: DeliveryRow, notBefore?: number) => {
+    const task = attempt(row, leaseToken, undefined, notBefore)
       .then(() => undefined)
       .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
       .finally(() => {
@@ -235,8 +235,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       }
       try {
         // FIFO and rate-limited endpoints first (one claim each per endpoint, few rows), then everything else.
-        const gated = (await hasGatedWork(db)) ? await claimGatedDeliveries(db, { limit: free, leaseMs, leaseToken }) : [];
-        for (const { row, delayMs } of gated) start(row, delayMs);
+        const gated = (await hasGatedWork(db)) ? await claimGatedDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken }) : [];
+        for (const claim of gated) start(claim.row, slotStart(claim));
         const claimed = await claimDueDeliveries(db, { limit: free - gated.length, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
         failures = 0;
         for (const row of claimed) start(row);
@@ -308,4 +308,15 @@ function waitUnlessStopped(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done);
   });
+}
+
+/**
+ * When a claimed delivery's attempt may start, on this process's clock. The slot is a time on PostgreSQL's clock:
+ * used as is (every replica then starts its attempts at the slots' exact times, however late the claim's answer came),
+ * unless this clock disagrees with it by more than a second, where the delay from the claim is used instead.
+ */
+export function slotStart({ delayMs, slotAt }: GatedClaim, now = Date.now()): number | undefined {
+  if (slotAt === null) return undefined;
+  const byDelay = now + delayMs;
+  return Math.abs(slotAt - byDelay) <= 1000 ? slotAt : byDelay;
 }
