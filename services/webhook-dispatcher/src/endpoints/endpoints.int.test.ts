@@ -1,9 +1,12 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDatabase, type Database } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { verifySignature } from "@renderbus/webhook-signing";
 import type { DispatcherService } from "../service.js";
+import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
+import { failingForWindow } from "./endpoint-store.js";
 import {
   connectPublisher,
   eventually,
@@ -21,6 +24,7 @@ let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;
 let dispatcher: DispatcherService;
 let client: ReturnType<typeof webhooksClient>;
+let database: Database<DispatcherTables>;
 const receivers: { stop(): Promise<void> }[] = [];
 
 const as = (orgId: string, plan = "pro", role = "admin") => ({ auth: { orgId, userId: "usr_test", plan, role } });
@@ -68,9 +72,11 @@ beforeAll(async () => {
     ),
   );
   client = webhooksClient(dispatcher.grpcPort);
+  database = createDatabase<DispatcherTables>({ url: databaseUrl, schema: DISPATCHER_SCHEMA, maxConnections: 2 });
 });
 
 afterAll(async () => {
+  await database?.close();
   client?.close();
   await dispatcher?.stop();
   await publisher?.close();
@@ -255,5 +261,80 @@ describe("webhook endpoints", () => {
       return mine.length === 4 && mine.every((delivery) => delivery.status === "succeeded");
     });
     await expect(client.recoverEndpoint({ endpointId, since }, as(orgId))).rejects.toMatchObject({ code: "RATE_LIMITED" });
+  });
+
+  it("stores the deliveries still waiting for a deleted endpoint as skipped", async () => {
+    const { orgId } = await orgWithDefault();
+    // Its retry waits 3 s (Retry-After): the endpoint is deleted meanwhile.
+    const slow = await receiver((_request, response) => response.writeHead(503, { "retry-after": "3" }).end());
+    const created = await client.createEndpoint({ url: slow.url, events: ["job.completed"] }, as(orgId));
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await slow.waitFor(1);
+    await client.deleteEndpoint({ endpointId: created.endpoint!.id }, as(orgId));
+    const skipped = await eventually(async () => {
+      const { deliveries } = await client.listDeliveries({ limit: 10, status: "skipped" }, as(orgId));
+      return deliveries.length === 1 && deliveries[0];
+    });
+    expect(skipped).toMatchObject({ endpointId: created.endpoint!.id, attempts: 1 });
+  });
+});
+
+describe("the auto-disable window", () => {
+  const hour = 60 * 60 * 1000;
+  const day = 24 * hour;
+  async function deliveries(orgId: string, endpointId: string, rows: { ageMs: number; status: "failed" | "succeeded" }[]) {
+    const now = Date.now();
+    await database.db
+      .insertInto("deliveries")
+      .values(
+        rows.map(({ ageMs, status }) => ({
+          id: newId("del"),
+          org_id: orgId,
+          event: "job.completed",
+          source_event_id: newId("evt"),
+          job_id: null,
+          batch_id: null,
+          url: "https://example.com/hook",
+          body: "{}",
+          status,
+          attempts: 4,
+          chain_attempts: 4,
+          next_attempt_at: null,
+          lease_until: null,
+          lease_token: null,
+          last_attempt_at: now - ageMs,
+          last_response_status: 500,
+          last_error: "HTTP 500",
+          event_at: now - ageMs,
+          first_attempt_at: now - ageMs,
+          created_at: now - ageMs,
+          endpoint_id: endpointId,
+        })),
+      )
+      .execute();
+  }
+  const window = { windowMs: day, minFailures: 20 };
+
+  it("holds only when 20 or more deliveries have failed since the last success and the oldest failure is a window old", async () => {
+    const failing = newId("org");
+    await deliveries(failing, "ep_a", [{ ageMs: 25 * hour, status: "failed" }, ...Array.from({ length: 19 }, (_, n) => ({ ageMs: n * hour, status: "failed" as const }))]);
+    expect(await failingForWindow(database.db, failing, "ep_a", window)).toBe(true);
+
+    const tooFew = newId("org");
+    await deliveries(tooFew, "ep_a", [{ ageMs: 25 * hour, status: "failed" }, ...Array.from({ length: 18 }, (_, n) => ({ ageMs: n * hour, status: "failed" as const }))]);
+    expect(await failingForWindow(database.db, tooFew, "ep_a", window)).toBe(false);
+
+    const tooRecent = newId("org");
+    await deliveries(tooRecent, "ep_a", Array.from({ length: 30 }, (_, n) => ({ ageMs: n * 60_000, status: "failed" as const })));
+    expect(await failingForWindow(database.db, tooRecent, "ep_a", window)).toBe(false);
+
+    // A success an hour ago restarts the count: the failures before it do not matter.
+    const recovered = newId("org");
+    await deliveries(recovered, "ep_a", [
+      ...Array.from({ length: 30 }, (_, n) => ({ ageMs: 30 * hour + n * 60_000, status: "failed" as const })),
+      { ageMs: hour, status: "succeeded" },
+      { ageMs: 30 * 60_000, status: "failed" },
+    ]);
+    expect(await failingForWindow(database.db, recovered, "ep_a", window)).toBe(false);
   });
 });

@@ -9,6 +9,7 @@ import type { DispatcherTables } from "../database.js";
 import type { DispatcherMetrics } from "../metrics.js";
 import { endpointOfDelivery, type EndpointDirectory } from "../endpoints/endpoint-directory.js";
 import type { EndpointHealth } from "../endpoints/endpoint-health.js";
+import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
 import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
@@ -70,7 +71,7 @@ export interface DeliverySender {
 
 /** The error of an attempt that had nowhere to go. */
 function notConfiguredError(endpointId: string): string {
-  return endpointId === "ep_default" ? "webhooks are not configured for this organization" : "the webhook endpoint was deleted";
+  return endpointId === DEFAULT_ENDPOINT_ID ? "webhooks are not configured for this organization" : "webhooks are not included in the organization's plan";
 }
 
 /** How long the auth service may be down before a claimed delivery is looked at again (no attempt is counted). */
@@ -121,8 +122,9 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     }
     const attemptNumber = row.attempts + 1;
     const endpoint = org.target.plan.webhooks ? endpointOfDelivery(org, row) : undefined;
-    if (endpoint && !endpoint.enabled) {
-      // Its endpoint was disabled while it waited: stored `skipped`, like the deliveries created from now on.
+    const deleted = org.target.plan.webhooks && !endpoint && row.endpoint_id !== DEFAULT_ENDPOINT_ID;
+    if ((endpoint && !endpoint.enabled) || deleted) {
+      // Its endpoint was disabled (or deleted) while it waited: stored `skipped`, like the deliveries created from now on.
       return skipHeldDelivery(db, row.id, leaseToken);
     }
     const url = endpoint ? endpoint.url : row.url;
