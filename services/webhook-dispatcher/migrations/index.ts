@@ -155,6 +155,8 @@ export const migrations: Migrations = {
       await sql`alter table deliveries add column sequence bigint`.execute(db);
       // The head of an endpoint's queue: its pending deliveries in order.
       await sql`create index deliveries_endpoint_pending on deliveries (org_id, endpoint_id, sequence, created_at, id) where status = 'pending'`.execute(db);
+      // The claim looks for gated (FIFO or rate-limited) endpoints on every round: few rows among many endpoints.
+      await sql`create index endpoints_gated on endpoints (org_id, id) where ordering = 'fifo' or rate_limit_per_second is not null`.execute(db);
       // Per endpoint: the last sequence given out, and (rate limit) when the next attempt may start, in ms of
       // PostgreSQL's clock (fractional: 1000 / rateLimitPerSecond apart).
       await sql`
