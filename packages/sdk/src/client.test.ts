@@ -25,6 +25,13 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listWebhookDeliveries: (client) => client.webhooks.deliveries,
   retryWebhookDelivery: (client) => client.webhooks.retry,
   sendTestWebhook: (client) => client.webhooks.test,
+  listWebhookEndpoints: (client) => client.webhooks.endpoints.list,
+  createWebhookEndpoint: (client) => client.webhooks.endpoints.create,
+  getWebhookEndpoint: (client) => client.webhooks.endpoints.get,
+  updateWebhookEndpoint: (client) => client.webhooks.endpoints.update,
+  deleteWebhookEndpoint: (client) => client.webhooks.endpoints.delete,
+  rotateWebhookEndpointSecret: (client) => client.webhooks.endpoints.rotateSecret,
+  recoverWebhookEndpoint: (client) => client.webhooks.endpoints.recover,
 };
 
 describe("RenderbusClient", () => {

@@ -7,7 +7,10 @@ import type {
   Balance,
   Batch,
   CreatedApiKey,
+  CreatedEndpoint,
+  CreateEndpointParams,
   Delivery,
+  Endpoint,
   Job,
   JobSpec,
   JobType,
@@ -20,6 +23,7 @@ import type {
   StreamedWebhook,
   SubmittedBatch,
   TestWebhookOutcome,
+  UpdateEndpointParams,
   UpdateOrgWebhookParams,
   UsageEntry,
 } from "./types.js";
@@ -152,6 +156,25 @@ export class RenderbusClient {
      * forwards). Yields `ready` once subscribed, then one item per webhook.
      */
     events: (signal?: AbortSignal): AsyncGenerator<{ type: "ready" } | ({ type: "webhook" } & StreamedWebhook)> => webhookEvents(this.transport, signal),
+    /** Webhook endpoints (docs/webhooks.md, "Endpoints"); `ep_default` is the org's webhookUrl. */
+    endpoints: {
+      /** listWebhookEndpoints: `GET /webhooks/endpoints`. */
+      list: (): Promise<Endpoint[]> => this.data({ method: "GET", path: "/webhooks/endpoints" }),
+      /** createWebhookEndpoint: `POST /webhooks/endpoints`; the secret is only in this answer. */
+      create: (params: CreateEndpointParams): Promise<CreatedEndpoint> => this.data({ method: "POST", path: "/webhooks/endpoints", body: params }),
+      /** getWebhookEndpoint: `GET /webhooks/endpoints/{endpoint_id}`. */
+      get: (endpointId: string): Promise<Endpoint> => this.data({ method: "GET", path: `/webhooks/endpoints/${enc(endpointId)}` }),
+      /** updateWebhookEndpoint: `PATCH /webhooks/endpoints/{endpoint_id}`; `{ enabled: true }` re-enables one. */
+      update: (endpointId: string, params: UpdateEndpointParams): Promise<Endpoint> => this.data({ method: "PATCH", path: `/webhooks/endpoints/${enc(endpointId)}`, body: params }),
+      /** deleteWebhookEndpoint: `DELETE /webhooks/endpoints/{endpoint_id}`. */
+      delete: (endpointId: string): Promise<{ id: string; deleted: boolean }> => this.data({ method: "DELETE", path: `/webhooks/endpoints/${enc(endpointId)}` }),
+      /** rotateWebhookEndpointSecret: both secrets sign for `graceSeconds` (default 24 h); the new one is only in this answer. */
+      rotateSecret: (endpointId: string, params: { secret?: string; graceSeconds?: number } = {}): Promise<CreatedEndpoint> =>
+        this.data({ method: "POST", path: `/webhooks/endpoints/${enc(endpointId)}/rotate-secret`, body: params }),
+      /** recoverWebhookEndpoint: new attempt chains for failed and skipped deliveries created in [since, until). */
+      recover: (endpointId: string, params: { since: number; until?: number }): Promise<{ count: number }> =>
+        this.data({ method: "POST", path: `/webhooks/endpoints/${enc(endpointId)}/recover`, body: params }),
+    },
   };
 
   /** getMe: `GET /me`, the auth context of the key. */

@@ -173,12 +173,57 @@ export interface Delivery {
   status: DeliveryStatus;
   attempts: number;
   url: string;
+  /** The endpoint it goes to: `ep_default` is the org's webhookUrl. */
+  endpointId: string;
   createdAt: number;
   lastAttemptAt: number | null;
   nextAttemptAt: number | null;
   lastResponseStatus: number | null;
   lastError: string | null;
   attemptLog: DeliveryAttempt[];
+}
+
+/** A webhook endpoint (docs/webhooks.md, "Endpoints"); its secret is only in CreatedEndpoint. */
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  /** Event names, or `["*"]`. */
+  events: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  disabledAt: number | null;
+  ordering: "none" | "fifo";
+  rateLimitPerSecond: number | null;
+  retrySchedule: "seed" | "extended";
+  secretSet: boolean;
+  previousSecretExpiresAt: number | null;
+  createdAt: number;
+}
+
+/** An endpoint as created or after a rotation: `secret` is shown only here. */
+export interface CreatedEndpoint extends Endpoint {
+  secret: string;
+}
+
+export interface EndpointSettings {
+  description?: string;
+  events?: string[];
+  enabled?: boolean;
+  ordering?: "none" | "fifo";
+  retrySchedule?: "seed" | "extended";
+}
+
+export interface CreateEndpointParams extends EndpointSettings {
+  url: string;
+  rateLimitPerSecond?: number;
+  secret?: string;
+}
+
+export interface UpdateEndpointParams extends EndpointSettings {
+  url?: string;
+  /** null removes the limit. */
+  rateLimitPerSecond?: number | null;
 }
 
 export interface ListDeliveriesParams {

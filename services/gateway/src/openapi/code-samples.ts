@@ -65,6 +65,13 @@ export const sdkSamples: Record<string, string> = {
   listWebhookDeliveries: `for await (const delivery of client.webhooks.deliveries({ status: "failed" })) console.log(delivery.id);`,
   retryWebhookDelivery: `const delivery = await client.webhooks.retry("${examplePathValues.deliveryId}");`,
   sendTestWebhook: "const { succeeded } = await client.webhooks.test();",
+  listWebhookEndpoints: "const endpoints = await client.webhooks.endpoints.list();",
+  createWebhookEndpoint: `const { id, secret } = await client.webhooks.endpoints.create(${pretty(requestBodyExamples.createWebhookEndpoint)});`,
+  getWebhookEndpoint: `const endpoint = await client.webhooks.endpoints.get("${examplePathValues.endpointId}");`,
+  updateWebhookEndpoint: `const endpoint = await client.webhooks.endpoints.update("${examplePathValues.endpointId}", { enabled: true });`,
+  deleteWebhookEndpoint: `await client.webhooks.endpoints.delete("${examplePathValues.endpointId}");`,
+  rotateWebhookEndpointSecret: `const { secret } = await client.webhooks.endpoints.rotateSecret("${examplePathValues.endpointId}", { graceSeconds: 86400 });`,
+  recoverWebhookEndpoint: `const { count } = await client.webhooks.endpoints.recover("${examplePathValues.endpointId}", { since: Date.now() - 86_400_000 });`,
   streamWebhookEvents: "for await (const event of client.webhooks.events()) if (event.type === \"webhook\") console.log(event.event);",
 };
 

@@ -155,10 +155,8 @@ describe("the OpenAPI document at /openapi.json", () => {
         expect(typeof target, `${operation.operationId}: client.${call}`).toBe("function");
       }
     }
-    // The signed download link and MCP are not SDK methods: a browser or an MCP client uses them. The webhook
-    // endpoint routes have no SDK methods yet (issue 23, item 9).
-    const endpointOperations = ["createWebhookEndpoint", "deleteWebhookEndpoint", "getWebhookEndpoint", "listWebhookEndpoints", "recoverWebhookEndpoint", "rotateWebhookEndpointSecret", "updateWebhookEndpoint"];
-    expect(withoutSdk.sort()).toEqual(["downloadOutput", "mcp", ...endpointOperations].sort());
+    // The signed download link and MCP are not SDK methods: a browser or an MCP client uses them.
+    expect(withoutSdk.sort()).toEqual(["downloadOutput", "mcp"]);
   });
 
   it("shows the submit body's example, which the route's own schema accepts", () => {
