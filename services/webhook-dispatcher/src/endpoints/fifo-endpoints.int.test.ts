@@ -102,8 +102,9 @@ describe("FIFO endpoints through the API", () => {
     await target.waitFor(9, 60_000);
     expect(target.received.map(sequenceOf)).toEqual(Array.from({ length: 9 }, (_, i) => String(i + 1)));
     const arrivals = target.received.map((request) => request.receivedAt);
-    // 4 per second: the 5th arrives a second after the 1st, the 9th two seconds after (less scheduling jitter).
-    expect(arrivals[4]! - arrivals[0]!).toBeGreaterThanOrEqual(1000 - 200);
-    expect(arrivals[8]! - arrivals[0]!).toBeGreaterThanOrEqual(2000 - 200);
+    // 4 per second: the 5th arrives a second after the 1st, the 9th two seconds after (less a busy machine's jitter;
+    // 8 per second would put them half as far apart).
+    expect(arrivals[4]! - arrivals[0]!).toBeGreaterThanOrEqual(1000 - 300);
+    expect(arrivals[8]! - arrivals[0]!).toBeGreaterThanOrEqual(2000 - 300);
   }, 90_000);
 });
