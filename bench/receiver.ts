@@ -6,6 +6,10 @@ export interface Received {
   receivedAt: number;
   event: string;
   attempt: number;
+  /** The request's path and query: tells endpoints of one receiver apart. */
+  path: string;
+  /** `X-Renderbus-Sequence` of a FIFO endpoint's delivery. */
+  sequence?: number;
   body: { event?: string; jobId?: string; batchId?: string; timing?: { startedAt?: number; completedAt?: number } };
 }
 
@@ -46,6 +50,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         receivedAt,
         event: String(request.headers["x-renderbus-event"] ?? body.event ?? ""),
         attempt: Number(request.headers["x-renderbus-attempt"] ?? 1),
+        path: request.url ?? "",
+        ...(request.headers["x-renderbus-sequence"] ? { sequence: Number(request.headers["x-renderbus-sequence"]) } : {}),
         body,
       };
       received.push(entry);

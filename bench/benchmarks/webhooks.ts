@@ -53,6 +53,22 @@ function latencyOf(replicas: number, rounds: Paced[]): Latency {
   return { replicas, published, publishedPerSecond: Math.round(rounds.reduce((sum, r) => sum + r.perSecond, 0) / rounds.length), delivered: lags.length, lag: summarize(lags) };
 }
 
+/** Benchmark 4b: a burst fanned out to 4 endpoints per org, with event filters, one of them FIFO. */
+interface EndpointsRun {
+  replicas: number;
+  events: number;
+  /** First attempts of this burst's events, every endpoint. */
+  deliveries: number;
+  deliveriesPerSecond: number;
+  fifoDeliveries: number;
+  /** First FIFO attempt received -> last one. */
+  fifoPerSecond: number;
+  /** Every FIFO endpoint got sequences 1, 2, 3, ... in arrival order. */
+  fifoInOrder: boolean;
+  /** Deliveries to the endpoint whose filter matches none of the events (must be 0). */
+  unmatched: number;
+}
+
 const firstAttempts = (prefix: string) => (received: Received[]) => received.filter(isFirstAttempt(prefix));
 
 /**
@@ -126,6 +142,70 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   throughput.push(throughputOf(1, single.dispatcher));
   latency.push(await measureLatency(1));
 
+  /**
+   * Each org gets 3 endpoints beside its default one (every event): job.running, job.completed + job.failed (none of
+   * the synthetic events match it), and a FIFO one for job.running. One burst then owes 3 deliveries per event; the
+   * FIFO endpoints' deliveries go one at a time per endpoint, in order. The endpoints are deleted afterwards.
+   */
+  const measureEndpoints = async (replicas: number): Promise<EndpointsRun> => {
+    const created: Array<{ key: string; id: string }> = [];
+    const create = async (key: string, body: Record<string, unknown>) => {
+      const response = await fetch(`${ctx.gatewayUrl}/webhooks/endpoints`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const json = (await response.json()) as { id?: string; data?: { id?: string } };
+      const id = json.id ?? json.data?.id;
+      if (response.status !== 201 || !id) throw new Error(`creating an endpoint: ${response.status} ${JSON.stringify(json).slice(0, 300)}`);
+      created.push({ key, id });
+    };
+    try {
+      for (const org of ctx.orgs.webhook) {
+        await create(org.key, { url: `${ctx.receiver.url}?ep=running`, events: ["job.running"] });
+        await create(org.key, { url: `${ctx.receiver.url}?ep=completed`, events: ["job.completed", "job.failed"] });
+        await create(org.key, { url: `${ctx.receiver.url}?ep=fifo`, events: ["job.running"], ordering: "fifo" });
+      }
+      // Every replica reads the org's endpoints again once its cache entry expires (WEBHOOK_ENDPOINT_CACHE_MS, 5 s).
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      await settle();
+      const events = new SyntheticEvents(ctx.bus, orgIds);
+      const count = ctx.sizes.throughputEvents;
+      ctx.log(`  4 endpoints per org (filters, one FIFO), ${replicas} dispatchers: ${count} events`);
+      ctx.receiver.reset();
+      await events.burst(count);
+      const mine = isFirstAttempt(events.jobIdPrefix);
+      await ctx.receiver.waitFor(mine, 3 * count, 300_000);
+      const received = ctx.receiver.received.filter(mine);
+      const span = (rows: Received[]) => Math.max(...rows.map((r) => r.receivedAt)) - Math.min(...rows.map((r) => r.receivedAt));
+      const fifo = received.filter((r) => r.path.endsWith("ep=fifo"));
+      // The synthetic events go round robin over the orgs: job n belongs to org n % orgs.
+      const byOrg = new Map<number, number[]>();
+      for (const r of fifo) {
+        const org = Number(r.body.jobId!.slice(events.jobIdPrefix.length)) % orgIds.length;
+        byOrg.set(org, [...(byOrg.get(org) ?? []), r.sequence ?? -1]);
+      }
+      const fifoInOrder = [...byOrg.values()].every((sequences) => sequences.every((sequence, i) => sequence === i + 1));
+      const run: EndpointsRun = {
+        replicas,
+        events: count,
+        deliveries: received.length,
+        deliveriesPerSecond: perSecond(received.length, span(received)),
+        fifoDeliveries: fifo.length,
+        fifoPerSecond: perSecond(fifo.length, span(fifo)),
+        fifoInOrder,
+        unmatched: ctx.receiver.received.filter((r) => r.path.endsWith("ep=completed")).length,
+      };
+      ctx.log(`    ${run.deliveries} deliveries: ${run.deliveriesPerSecond}/s; FIFO ${run.fifoDeliveries} at ${run.fifoPerSecond}/s, in order: ${fifoInOrder}`);
+      return run;
+    } finally {
+      for (const { key, id } of created) {
+        await fetch(`${ctx.gatewayUrl}/webhooks/endpoints/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } }).catch(() => undefined);
+      }
+    }
+  };
+  let endpointsRun: EndpointsRun | undefined;
+
   let second: Replica | undefined;
   try {
     ctx.log("  starting a second dispatcher replica");
@@ -137,11 +217,13 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     const { bursts } = await takeTurns(rounds, { bursts: () => burst(2) });
     throughput.push(throughputOf(2, bursts));
     latency.push(await measureLatency(2));
+    endpointsRun = await measureEndpoints(2);
   } finally {
     await second?.stop();
   }
 
   const [one, two] = throughput as [Throughput, Throughput];
+  const endpointsResult = endpointsResultOf(endpointsRun);
   const scaleOut = round2(two.deliveriesPerSecond / Math.max(1, one.deliveriesPerSecond));
   const receiverBound = two.deliveriesPerSecond >= 0.8 * baseline.perSecond;
   const scaleCheck: TargetCheck = receiverBound
@@ -184,5 +266,25 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
     ],
     data: { latency },
   };
-  return [throughputResult, latencyResult];
+  return [throughputResult, latencyResult, endpointsResult];
+}
+
+function endpointsResultOf(run: EndpointsRun | undefined): BenchmarkResult {
+  const rows = run ? [[run.replicas, run.events, run.deliveries, run.deliveriesPerSecond, run.fifoDeliveries, run.fifoPerSecond, run.fifoInOrder ? "yes" : "NO", run.unmatched]] : [];
+  return {
+    id: "webhook-endpoints",
+    title: "4b. Webhook deliveries/s with 4 endpoints per org (event filters, one FIFO)",
+    baseline: "benchmark 4 (one endpoint per org) in the same run",
+    columns: ["dispatchers", "events", "deliveries", "deliveries/s", "FIFO deliveries", "FIFO deliveries/s", "FIFO in order", "unmatched deliveries"],
+    rows,
+    targets: [
+      { name: "FIFO endpoints receive sequences 1, 2, 3, ... in order", target: "yes", actual: run ? (run.fifoInOrder ? "yes" : "no") : "not run", met: run ? run.fifoInOrder : null },
+      { name: "deliveries to an endpoint whose filter matches no event", target: "0", actual: run ? String(run.unmatched) : "not run", met: run ? run.unmatched === 0 : null },
+    ],
+    notes: [
+      "Each starter org has its default endpoint (every event) plus 3 created through POST /webhooks/endpoints: job.running, job.completed + job.failed (matched by none of the synthetic job.running events), and a FIFO endpoint for job.running. Each event therefore owes 3 deliveries; deliveries/s counts first attempts of all of them between the first and the last arrival.",
+      "FIFO deliveries go one at a time per endpoint (one per org here), each claimed under the endpoint's advisory lock after the previous one is recorded: FIFO deliveries/s is bounded by the number of FIFO endpoints times the round trips of one claim, attempt and record.",
+    ],
+    data: { run },
+  };
 }

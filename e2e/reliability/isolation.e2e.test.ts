@@ -16,6 +16,7 @@ interface Resources {
   batchId: string;
   keyId: string;
   deliveryId: string;
+  endpointId: string;
 }
 
 /** How org B probes one id-taking operation with org A's id: the REST call and the MCP tool arguments. */
@@ -40,6 +41,15 @@ const MATRIX: Record<string, Probe> = {
     tool: (a) => ({ orgId: a.orgId, webhookUrl: "http://127.0.0.1:9/stolen", webhookSecret: "whsec_stolen_by_b" }),
   },
   "POST /webhooks/deliveries/{deliveryId}/retry": { path: (a) => `/webhooks/deliveries/${a.deliveryId}/retry`, tool: (a) => ({ deliveryId: a.deliveryId }) },
+  "GET /webhooks/endpoints/{endpointId}": { path: (a) => `/webhooks/endpoints/${a.endpointId}`, tool: (a) => ({ endpointId: a.endpointId }) },
+  "PATCH /webhooks/endpoints/{endpointId}": {
+    path: (a) => `/webhooks/endpoints/${a.endpointId}`,
+    body: () => ({ url: "http://127.0.0.1:9/stolen" }),
+    tool: (a) => ({ endpointId: a.endpointId, url: "http://127.0.0.1:9/stolen" }),
+  },
+  "DELETE /webhooks/endpoints/{endpointId}": { path: (a) => `/webhooks/endpoints/${a.endpointId}`, tool: (a) => ({ endpointId: a.endpointId }) },
+  "POST /webhooks/endpoints/{endpointId}/rotate-secret": { path: (a) => `/webhooks/endpoints/${a.endpointId}/rotate-secret`, body: () => ({}), tool: (a) => ({ endpointId: a.endpointId }) },
+  "POST /webhooks/endpoints/{endpointId}/recover": { path: (a) => `/webhooks/endpoints/${a.endpointId}/recover`, body: () => ({ since: 0 }), tool: (a) => ({ endpointId: a.endpointId, since: 0 }) },
   // Server-Sent Events; no MCP tool (a stream is not a tool call).
   "GET /jobs/{jobId}/events": { path: (a) => `/jobs/${a.jobId}/events` },
 };
@@ -107,7 +117,9 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
       const page = await callA("GET", `/webhooks/deliveries?jobId=${jobId}&event=job.completed`);
       return page.body.data.find((delivery: { status: string }) => delivery.status === "succeeded")?.id as string | undefined;
     }, { timeoutMs: 90_000, what: "A's job.completed delivery" });
-    a = { orgId: orgA.orgId, jobId, batchId: batch.body.data.id, keyId: key.body.data.id, deliveryId };
+    const endpoint = await callA("POST", "/webhooks/endpoints", { url: "http://127.0.0.1:9/a-endpoint", events: ["job.failed"] });
+    expect(endpoint.status).toBe(201);
+    a = { orgId: orgA.orgId, jobId, batchId: batch.body.data.id, keyId: key.body.data.id, deliveryId, endpointId: endpoint.body.data.id };
     bMcp = await connectMcp(system.gatewayUrl, bKey);
   }, 240_000);
 
@@ -143,6 +155,7 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
     const aKeys = (await callA("GET", "/api-keys")).body.data as { id: string; revokedAt: number | null }[];
     expect(aKeys.find((key) => key.id === a.keyId)?.revokedAt).toBeNull();
     expect((await callA("GET", "/orgs/current")).body.data.webhookUrl).toBe(receiver.url);
+    expect((await callA("GET", `/webhooks/endpoints/${a.endpointId}`)).body.data).toMatchObject({ url: "http://127.0.0.1:9/a-endpoint", secretSet: true });
     const deliveries = (await callA("GET", `/webhooks/deliveries?jobId=${a.jobId}&event=job.completed`)).body.data as { attempts: number }[];
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]!.attempts).toBe(1);

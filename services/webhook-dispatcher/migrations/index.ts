@@ -148,4 +148,25 @@ export const migrations: Migrations = {
       await sql`create index deliveries_endpoint on deliveries (org_id, endpoint_id, created_at)`.execute(db);
     },
   },
+  "2026-11-24-005-fifo-and-throttling": {
+    async up(db: Kysely<any>) {
+      // FIFO endpoints and throttling (docs/webhooks.md, "Ordering" and "Throttling"), both enforced by the claim.
+      // `sequence`: a delivery's place in its FIFO endpoint's queue, assigned at insert (null for other endpoints).
+      await sql`alter table deliveries add column sequence bigint`.execute(db);
+      // The head of an endpoint's queue: its pending deliveries in order.
+      await sql`create index deliveries_endpoint_pending on deliveries (org_id, endpoint_id, sequence, created_at, id) where status = 'pending'`.execute(db);
+      // The claim looks for gated (FIFO or rate-limited) endpoints on every round: few rows among many endpoints.
+      await sql`create index endpoints_gated on endpoints (org_id, id) where ordering = 'fifo' or rate_limit_per_second is not null`.execute(db);
+      // Per endpoint: the last sequence given out, and (rate limit) when the next attempt may start, in ms of
+      // PostgreSQL's clock (fractional: 1000 / rateLimitPerSecond apart).
+      await sql`
+        create table endpoint_queues (
+          org_id text not null,
+          endpoint_id text not null,
+          last_sequence bigint not null default 0,
+          next_slot_at double precision not null default 0,
+          primary key (org_id, endpoint_id)
+        )`.execute(db);
+    },
+  },
 };

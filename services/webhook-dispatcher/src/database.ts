@@ -37,6 +37,16 @@ export interface DispatcherTables extends EventStoreTables {
     announced: ColumnType<boolean, boolean | undefined, boolean>;
     /** The endpoint it goes to (`ep_default`: the org's webhookUrl). */
     endpoint_id: ColumnType<string, string | undefined, string>;
+    /** Place in its FIFO endpoint's queue (per endpoint, from 1, without gaps); null for other endpoints. */
+    sequence: ColumnType<number | null, number | null | undefined, number | null>;
+  };
+  /** Per endpoint: FIFO sequence counter and rate-limit slot (src/deliveries/endpoint-flow.ts). */
+  endpoint_queues: {
+    org_id: string;
+    endpoint_id: string;
+    last_sequence: ColumnType<number, number | undefined, number>;
+    /** When the next attempt may start, in ms of PostgreSQL's clock (fractional). */
+    next_slot_at: ColumnType<number, number | undefined, number>;
   };
   endpoints: {
     org_id: string;

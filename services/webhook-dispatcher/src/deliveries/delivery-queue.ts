@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import { deliveryChange, type RowIndependentTransition } from "../sending/decide-delivery.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
+import { gatedEndpointOf } from "./endpoint-flow.js";
 
 /** NOTIFY channel that wakes every replica's sender when a delivery becomes due. */
 export const DELIVERIES_CHANNEL = "dispatcher_deliveries_due";
@@ -23,7 +24,7 @@ export interface ClaimOptions {
  * (`FOR UPDATE SKIP LOCKED`), and an org already holding `orgMaxInFlight` leases gets no more, so one broken
  * receiver cannot take every slot. A claimed row is due again when its lease runs out (`next_attempt_at` moves to
  * the lease's end), which is how a crashed holder's deliveries come back; recording the attempt sets the real next
- * time.
+ * time. Deliveries of gated endpoints (FIFO or rate-limited) are left to claimGatedDeliveries (endpoint-flow.ts).
  */
 export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
   if (limit <= 0) return [];
@@ -44,6 +45,7 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
       where d.next_attempt_at is not null and d.next_attempt_at <= ${now}
         and (d.lease_until is null or d.lease_until <= ${now})
         and busy.in_flight < ${orgMaxInFlight}
+        and not ${gatedEndpointOf("d")}
       order by d.next_attempt_at
       limit ${limit * 4}
       for update of d skip locked

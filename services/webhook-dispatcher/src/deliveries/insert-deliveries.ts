@@ -5,6 +5,7 @@ import { currentTraceHeaders } from "@renderbus/telemetry";
 import { deliveryChange } from "../sending/decide-delivery.js";
 import { deliveryUpdatedMessage } from "./announcements.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
+import { gatedEndpointOf, lockSequenceCounters } from "./endpoint-flow.js";
 import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
@@ -26,6 +27,11 @@ export interface NewDelivery {
    * gives it an attempt chain.
    */
   skipped?: boolean;
+  /**
+   * Its endpoint is FIFO: it gets the endpoint's next `sequence` (docs/webhooks.md, "Ordering"). The insert then runs
+   * in a transaction that locks the endpoint's counter first (lockSequenceCounters).
+   */
+  ordered?: boolean;
 }
 
 /** Fresh deliveries the inserting replica takes at once, under its lease. */
@@ -62,9 +68,23 @@ export interface InsertOptions {
  * claim (a statement, a wake-up and a round trip on the path from event to attempt). They are stored as a claim leaves
  * them (`next_attempt_at` at the lease's end): if the caller dies before recording an attempt they are due again when
  * the lease runs out. Only rows left due notify the replicas' claim loops.
+ *
+ * Deliveries of gated endpoints (FIFO or rate-limited) are never leased here: only claimGatedDeliveries takes them.
+ * An `ordered` delivery (not skipped, not already there) gets its endpoint's next sequence: the counters are locked
+ * first, in the same transaction (one is opened when the caller has none), so sequences follow commit order.
  */
-export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery[], { now = Date.now(), lease, queued = true }: InsertOptions = {}): Promise<DeliveryRow[]> {
+export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery[], options: InsertOptions = {}): Promise<DeliveryRow[]> {
   if (deliveries.length === 0) return [];
+  const ordered = deliveries.filter((d) => d.ordered === true && d.skipped !== true);
+  if (ordered.length === 0) return insertStatement(db, deliveries, options);
+  const run = async (trx: DispatcherDb) => {
+    await lockSequenceCounters(trx, ordered.map((d) => ({ orgId: d.orgId, endpointId: d.endpointId ?? DEFAULT_ENDPOINT_ID })));
+    return insertStatement(trx, deliveries, options);
+  };
+  return db.isTransaction ? run(db) : db.transaction().execute(run);
+}
+
+async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { now = Date.now(), lease, queued = true }: InsertOptions): Promise<DeliveryRow[]> {
   const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
   const { limit = 0, orgMaxInFlight = 0 } = lease ?? {};
   const leased = lease ? deliveryChange({ type: "Leased", leaseToken: lease.token, until: lease.until }) : { lease_until: null, lease_token: null, next_attempt_at: null };
@@ -82,29 +102,42 @@ export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery
         ${column((d) => d.eventAt)}::bigint[],
         ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[],
         ${column((d) => d.endpointId ?? DEFAULT_ENDPOINT_ID)}::text[],
-        ${column((d) => d.skipped === true)}::boolean[]
-      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, endpoint_id, skipped, n)
+        ${column((d) => d.skipped === true)}::boolean[],
+        ${column((d) => d.ordered === true)}::boolean[]
+      ) with ordinality as v(id, org_id, event, source_event_id, job_id, batch_id, url, body, event_at, trace_headers, endpoint_id, skipped, ordered, n)
+    ), numbered as (
+      -- The counters were locked before this statement: its snapshot holds every delivery of an earlier holder.
+      select f.n, q.last_sequence + row_number() over (partition by f.org_id, f.endpoint_id order by f.n) as sequence
+      from fresh f
+      join endpoint_queues q on q.org_id = f.org_id and q.endpoint_id = f.endpoint_id
+      where f.ordered and not f.skipped
+        and not exists (select 1 from deliveries x where x.source_event_id = f.source_event_id and x.endpoint_id = f.endpoint_id)
     ), busy as (
       select o.org_id, (select count(*)::int from deliveries l
                         where l.org_id = o.org_id and l.lease_until is not null and l.lease_until > ${now}) as in_flight
       from (select distinct org_id from fresh) o
     ), within_cap as (
-      select f.*, not f.skipped and busy.in_flight + row_number() over (partition by f.org_id, f.skipped order by f.n) <= ${orgMaxInFlight} as org_free
+      select f.*, not f.skipped and not ${gatedEndpointOf("f")} and busy.in_flight + row_number() over (partition by f.org_id, f.skipped order by f.n) <= ${orgMaxInFlight} as org_free
       from fresh f join busy on busy.org_id = f.org_id
     ), placed as (
       select w.*, w.org_free and count(*) filter (where w.org_free) over (order by w.n) <= ${limit} as leased
       from within_cap w
     ), created as (
       insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, attempts, chain_attempts,
-                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced, endpoint_id)
+                              next_attempt_at, lease_until, lease_token, event_at, created_at, trace_headers, announced, endpoint_id, sequence)
       select id, org_id, event, source_event_id, job_id, batch_id, url, body, case when skipped then 'skipped' else 'pending' end, 0, 0,
              case when leased then ${leased.next_attempt_at}::bigint when skipped then null else ${queued ? now : null}::bigint end,
              case when leased then ${leased.lease_until}::bigint end,
              case when leased then ${leased.lease_token}::text end,
-             event_at, ${now}, trace_headers, ${!queued}::boolean and not skipped, endpoint_id
+             event_at, ${now}, trace_headers, ${!queued}::boolean and not skipped, endpoint_id,
+             (select numbered.sequence from numbered where numbered.n = placed.n)
       from placed order by n
       on conflict (source_event_id, endpoint_id) do nothing
       returning *
+    ), counted as (
+      update endpoint_queues q set last_sequence = greatest(q.last_sequence, c.top)
+      from (select org_id, endpoint_id, max(sequence) as top from created where sequence is not null group by org_id, endpoint_id) c
+      where q.org_id = c.org_id and q.endpoint_id = c.endpoint_id
     )
     -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.
     select created.*, (select pg_notify(${DELIVERIES_CHANNEL}, '') where created.lease_token is null and created.next_attempt_at is not null) as notified

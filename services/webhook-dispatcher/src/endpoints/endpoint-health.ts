@@ -63,6 +63,7 @@ export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailu
           eventAt: disabledAt,
           endpointId: endpoint.id,
           skipped: !endpoint.enabled,
+          ordered: endpoint.ordering === "fifo",
         })),
     );
     if (created.length > 0) wake();

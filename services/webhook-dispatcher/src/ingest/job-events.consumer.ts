@@ -116,6 +116,7 @@ function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDe
     traceHeaders,
     endpointId: endpoint.id,
     skipped: !endpoint.enabled,
+    ordered: endpoint.ordering === "fifo",
   }));
 }
 
@@ -202,6 +203,7 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
           eventAt: batch.completedAt,
           endpointId: endpoint.id,
           skipped: !endpoint.enabled,
+          ordered: endpoint.ordering === "fifo",
         })),
       );
       logger.debug({ batchId, eventId }, "batch.completed delivery created");

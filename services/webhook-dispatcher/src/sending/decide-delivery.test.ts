@@ -9,6 +9,7 @@ const claimed: DeliveryRow = {
   source_event_id: "evt_1",
   job_id: "job_1",
   batch_id: null,
+  sequence: null,
   url: "https://old.example.com/hook",
   body: "{}",
   status: "pending",

@@ -13,6 +13,7 @@ import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
 import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
+import { claimGatedDeliveries, hasGatedWork, type GatedClaim } from "../deliveries/endpoint-flow.js";
 import { traceAttempt } from "./attempt-span.js";
 import { postWebhook } from "./post-webhook.js";
 import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
@@ -107,7 +108,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   // Attempts that finish together are recorded in one transaction: one commit per batch, not per delivery.
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
 
-  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined> => {
+  /** `notBefore`: a rate-limited endpoint's start slot (endpoint-flow.ts), waited for once everything else is ready. */
+  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number): Promise<DeliveryRow | undefined> => {
     // A child logger serializes its bindings when made: only make one for a line that will be written.
     const log = () => logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
     let org;
@@ -128,10 +130,17 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     const url = endpoint ? endpoint.url : row.url;
     const schedule = retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs);
     const [secret, ...previousSecrets] = endpoint?.secrets ?? [];
+    if (notBefore !== undefined && notBefore > Date.now()) {
+      await waitUnlessStopped(notBefore - Date.now(), stopController.signal);
+      if (stopController.signal.aborted) {
+        await releaseLease(db, row.id, leaseToken).catch(() => undefined);
+        return undefined;
+      }
+    }
     const result = endpoint
       ? await postWebhook(
           options.agent,
-          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand },
+          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence },
           { timeoutMs: options.timeoutMs, abort: stopController.signal },
         )
       : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, retryAfterMs: null };
@@ -181,12 +190,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   };
 
   // Each attempt is a span of the job's trace (the context stored with the delivery).
-  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]) =>
-    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs));
+  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number) =>
+    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs, notBefore));
 
   const leaseToken = randomUUID();
-  const start = (row: DeliveryRow) => {
-    const task = attempt(row, leaseToken)
+  /** Attempts `row` now, or at `notBefore` (a rate-limited endpoint's slot, see slotStart). */
+  const start = (row: DeliveryRow, notBefore?: number) => {
+    const task = attempt(row, leaseToken, undefined, notBefore)
       .then(() => undefined)
       .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
       .finally(() => {
@@ -226,10 +236,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         continue;
       }
       try {
-        const claimed = await claimDueDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
+        // FIFO and rate-limited endpoints first (one claim each per endpoint, few rows), then everything else.
+        const gated = (await hasGatedWork(db)) ? await claimGatedDeliveries(db, { limit: free, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken }) : [];
+        for (const claim of gated) start(claim.row, slotStart(claim));
+        const claimed = await claimDueDeliveries(db, { limit: free - gated.length, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
         failures = 0;
         for (const row of claimed) start(row);
-        if (claimed.length === free) pending = true; // there may be more due
+        if (gated.length + claimed.length === free) pending = true; // there may be more due
       } catch (error) {
         failures += 1;
         logger.warn({ err: error, failures }, "claiming due deliveries failed; retrying");
@@ -283,4 +296,29 @@ export async function keptExcerpt(
   if (excerpt === null || !allowPrivateAddresses) return excerpt;
   if (!URL.canParse(url)) return null;
   return (await resolvesOnlyToAllowedAddresses(new URL(url).hostname, addressPolicy)) ? excerpt : null;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function waitUnlessStopped(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
+}
+
+/**
+ * When a claimed delivery's attempt may start, on this process's clock. The slot is a time on PostgreSQL's clock:
+ * used as is (every replica then starts its attempts at the slots' exact times, however late the claim's answer came),
+ * unless this clock disagrees with it by more than a second, where the delay from the claim is used instead.
+ */
+export function slotStart({ delayMs, slotAt }: GatedClaim, now = Date.now()): number | undefined {
+  if (slotAt === null) return undefined;
+  const byDelay = now + delayMs;
+  return Math.abs(slotAt - byDelay) <= 1000 ? slotAt : byDelay;
 }

@@ -75,6 +75,8 @@ export interface WebhookRequest {
   /** Secrets still in their grace period after a rotation: they sign `webhook-signature` beside `secret`. */
   previousSecrets?: readonly string[];
   brand: string;
+  /** The delivery's place in its FIFO endpoint's queue: sent as `X-<brand>-Sequence` (docs/webhooks.md, "Ordering"). */
+  sequence?: number | null;
 }
 
 export interface AttemptResult {
@@ -100,6 +102,7 @@ export function webhookHeaders(request: WebhookRequest, now = Date.now()): Recor
     [names.event]: request.event,
     [names.delivery]: request.deliveryId,
     [names.attempt]: String(request.attempt),
+    ...(request.sequence != null ? { [`X-${request.brand}-Sequence`]: String(request.sequence) } : {}),
     ...(request.secret ? { [names.signature]: signatureOf(request.body, request.secret) } : {}),
     ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret, ...(request.previousSecrets ?? [])] : [] }),
   };

@@ -43,3 +43,15 @@ describe("webhookHeaders", () => {
     expect(headers).not.toHaveProperty("X-Renderbus-Signature");
   });
 });
+
+describe("X-Renderbus-Sequence", () => {
+  it("carries a FIFO delivery's sequence, in the configured brand", () => {
+    expect(webhookHeaders({ ...request, sequence: 42 })["X-Renderbus-Sequence"]).toBe("42");
+    expect(webhookHeaders({ ...request, brand: "Acme", sequence: 1 })["X-Acme-Sequence"]).toBe("1");
+  });
+
+  it("is left out for deliveries without one (endpoints that are not FIFO)", () => {
+    expect(webhookHeaders(request)).not.toHaveProperty("X-Renderbus-Sequence");
+    expect(webhookHeaders({ ...request, sequence: null })).not.toHaveProperty("X-Renderbus-Sequence");
+  });
+});
