@@ -13,7 +13,7 @@ export interface Mp4Summary {
 // read here (the caller falls back to ffprobe).
 const MAX_MOOV_BYTES = 64 * 1024 * 1024;
 // Sample entry codes of video tracks whose stsd entry carries a VisualSampleEntry (width and height at bytes 24-27).
-const VISUAL_ENTRY = /^(avc[1-4]|hvc1|hev1|av01|vp08|vp09|mp4v|jpeg|mjp[ab]|apcn|apch|apcs|apco|ap4h|ap4x|prores)$/;
+const VISUAL_ENTRY = /^(avc[1-4]|hvc1|hev1|av01|vp08|vp09|mp4v|jpeg|mjp[ab]|apcn|apch|apcs|apco|ap4h|ap4x)$/;
 
 interface Box {
   type: string;
