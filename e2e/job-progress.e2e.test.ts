@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import type { Browser } from "playwright-core";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { ensureDashboardBuilt, launchChromium, screenshot } from "./dashboard/browser.js";
 import { api, createOrg, repoRoot, startFileServer, waitFor } from "./helpers.js";
+import { RenderbusClient, type Job } from "../packages/sdk/src/index.js";
 
 const run = promisify(execFile);
 
@@ -177,4 +178,38 @@ describe("live job progress (docs/concepts.md, Progress)", () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 600_000);
+
+  it("the SDK's watchJob yields progress readings and the CLI's --wait draws a progress bar", async () => {
+    const { key } = await createOrg(system.env, "pro", "Progress clients");
+    const params = { preset: "slow", crf: 20 };
+    // The CLI as a user runs it (no terminal: a line per status change and per tenth of the way).
+    const configDir = mkdtempSync(join(tmpdir(), "rb-progress-cli-"));
+    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("RENDERBUS_"))), RENDERBUS_CONFIG: join(configDir, "config.json") };
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+        const child = spawn(process.execPath, [join(repoRoot, "packages/sdk/bin/renderbus.js"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (chunk) => (stdout += chunk));
+        child.stderr.on("data", (chunk) => (stderr += chunk));
+        child.on("close", (code) => done({ code, stdout, stderr }));
+      });
+    expect((await cli("login", "--api-key", key, "--base-url", system.gatewayUrl)).code).toBe(0);
+    const cliRun = cli("jobs", "submit", "transcode", "-i", `source=${media.url("clip.mp4")}`, "--params", JSON.stringify(params), "--wait", "--timeout", "600");
+
+    const client = new RenderbusClient({ apiKey: key, baseUrl: system.gatewayUrl });
+    const submitted = await client.jobs.submit({ type: "transcode", inputs: { source: media.url("clip.mp4") }, params });
+    const seen: Job[] = [];
+    for await (const job of client.jobs.watch(submitted.id, { timeoutMs: 600_000 })) seen.push(job);
+    const readings = seen.filter((job) => job.status === "running" && typeof job.progress?.percent === "number").map((job) => job.progress!);
+    expect(readings.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < readings.length; i++) expect(readings[i]!.updatedAt).toBeGreaterThan(readings[i - 1]!.updatedAt);
+    expect(seen.at(-1)).toMatchObject({ status: "completed", progress: { percent: 100, etaMs: 0 } });
+
+    const { code, stderr } = await cliRun;
+    expect(code).toBe(0);
+    const bars = stderr.split("\n").filter((line) => /running {2}\[[█░]+\] \d+\.\d%/.test(line));
+    expect(bars.length).toBeGreaterThanOrEqual(1);
+    expect(stderr).toMatch(/completed/);
+  }, 900_000);
 });
