@@ -278,7 +278,7 @@ function overheadResult(jobs: Measured[], samples: Map<string, JobProfile[]>, ro
     notes: [
       `Source: ${SOURCE_SECONDS} s of 1280x720 30 fps H.264 + AAC (lavfi testsrc + sine), served by the bench's loopback file server. Transcode with the job type's defaults (libx264 veryfast CRF 23, AAC 128k, mp4 +faststart, -t ${SOURCE_SECONDS}.000 as the reservation caps it); thumbnail at 10 s as jpg.`,
       "The bare and sandboxed commands are built by the provider's own argument builders with the worker's guard options (format/protocol whitelists, -max_pixels, -fs), on a copy of the source in a fresh directory; their time is spawn to exit.",
-      "The Renderbus figure is the client's: POST /jobs sent until the job.completed event arrives on NATS. It includes the minimum reservation, the download, ffprobe, the credit reservation, StartJob, the provider, the output probe, storing the output and the completion report (section 9 splits it).",
+      "The Renderbus figure is the client's: POST /jobs sent until the job.completed event arrives on NATS. It includes the minimum reservation, the download, ffprobe, the credit reservation, StartJob, the provider, measuring the output, storing the output and the completion report (section 9 splits it).",
       "A thumbnail's ffmpeg run takes a fraction of a second, so its ratio is the fixed cost of a job, not a proportional overhead; the target is judged on the transcode.",
     ],
     data,
@@ -315,7 +315,7 @@ function profileResult(jobs: Measured[], samples: Map<string, JobProfile[]>): Be
     rows,
     targets: [],
     notes: [
-      "Worker phases come from the phasesMs of the worker's \"job completed\" log line (services/worker/src/run-job/process-dispatch.ts): reserveMinimum (billing RPC), downloadAndProbe (HTTP download + sandboxed ffprobe), countPackets (only for sources without a duration), reserveAndStart (billing RPC + StartJob), provider (the sandboxed ffmpeg run), measureOutput (sandboxed ffprobe of the output), storeOutput (into the output store), reportCompletion (CompleteJob).",
+      "Worker phases come from the phasesMs of the worker's \"job completed\" log line (services/worker/src/run-job/process-dispatch.ts): reserveMinimum (billing RPC), downloadAndProbe (HTTP download + sandboxed ffprobe), countPackets (only for sources without a duration), reserveAndStart (billing RPC + StartJob), provider (the sandboxed ffmpeg run), measureOutput (the output's header read in-process; sandboxed ffprobe only for formats that reader does not cover), storeOutput (into the output store), reportCompletion (CompleteJob).",
       "The jobs service's timestamps have whole milliseconds and come from its clock; the client's figure also holds the HTTP submission and the NATS event's way back.",
     ],
     data,

@@ -4,7 +4,8 @@ import { JOB_STATUSES, type Job } from "./types";
 
 /**
  * Follows jobs live over `GET /jobs/{id}/events` (Server-Sent Events; the cookie rides along on same-origin
- * EventSource). Each event carries the whole job. A stream is closed by us once its job is terminal, because an
+ * EventSource). Each event carries the whole job: one per status change, and `progress` events (the running job with
+ * its new progress, at most every 500 ms). A stream is closed by us once its job is terminal, because an
  * EventSource would otherwise reconnect after the server ends it.
  *
  * Browsers allow about six HTTP/1.1 connections per origin, so callers pass only a few ids (see MAX_LIVE_STREAMS).
@@ -28,7 +29,7 @@ export function useJobEvents(jobIds: string[], onJob: (job: Job) => void): void 
           // A malformed event is skipped; the next one (or the page's refresh) brings the state.
         }
       };
-      for (const name of JOB_STATUSES) source.addEventListener(name, listener as EventListener);
+      for (const name of [...JOB_STATUSES, "progress"]) source.addEventListener(name, listener as EventListener);
       return source;
     });
     return () => sources.forEach((source) => source.close());

@@ -2,3 +2,4 @@ export * from "./bus.js";
 export * from "./streams.js";
 export * from "./nats-credentials.js";
 export * from "./nats-permissions.js";
+export { JOB_PROGRESS_SUBJECTS, jobProgressSubject, type JobProgressMessage } from "./job-progress.js";

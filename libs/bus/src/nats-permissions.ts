@@ -58,12 +58,13 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
     listens: ["auth.events.org.updated"],
   },
   // Pulls dispatches, records attempts (crash ledger), stops a job's provider on its cancel event. It reports
-  // progress over gRPC only: it may not publish job events.
+  // progress over gRPC only: it may not publish job events. Live progress (jobs.progress.<org>.<job>) is a core NATS
+  // message outside every stream.
   worker: {
     declares: [STREAMS.jobDispatch, { name: "WORKER_ATTEMPTS", subjects: ["worker.attempts.>"] }],
     consumes: [STREAMS.jobDispatch],
     readsAndPurges: [{ name: "WORKER_ATTEMPTS", subjects: ["worker.attempts.>"] }],
-    publishes: ["worker.attempts.>"],
+    publishes: ["worker.attempts.>", "jobs.progress.*.*"],
     listens: ["jobs.events.job.cancelled"],
   },
   // Core NATS only: cache invalidation and the SSE streams. No JetStream administration at all.
@@ -76,6 +77,7 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
       "auth.events.org.updated",
       "gateway.notify.api_key.revoked",
       "jobs.events.job.*",
+      "jobs.progress.*.*",
       "webhooks.events.delivery.updated",
       "webhooks.events.batch.completed",
     ],

@@ -96,9 +96,9 @@ export class RenderbusClient {
     get: (jobId: string): Promise<Job> => this.data({ method: "GET", path: `/jobs/${enc(jobId)}` }),
     /** cancelJob: `POST /jobs/{job_id}/cancel`; CONFLICT when the job already finished. */
     cancel: (jobId: string): Promise<Job> => this.data({ method: "POST", path: `/jobs/${enc(jobId)}/cancel` }),
-    /** `GET /jobs/{job_id}/events`: the job each time its status changes, ending when it is terminal. */
+    /** `GET /jobs/{job_id}/events`: the job each time its status or progress changes, ending when it is terminal. */
     events: (jobId: string, signal?: AbortSignal): AsyncGenerator<Job> => jobEvents(this.transport, jobId, signal),
-    /** Yields the job on every status change until it is terminal (stream, with polling as fallback). */
+    /** Yields the job on every status change and progress reading until it is terminal (stream, with polling as fallback). */
     watch: (jobId: string, options: WaitForJobOptions = {}): AsyncGenerator<Job> => watchJob(this, jobId, options),
     /** Resolves with the job once it is completed, failed or cancelled; throws WaitTimeoutError after `timeoutMs`. */
     wait: (jobId: string, options: WaitForJobOptions = {}): Promise<Job> => waitForJob(this, jobId, options),

@@ -32,6 +32,16 @@ export interface JobWebhookDelivery {
   lastError: string | null;
 }
 
+/** A running job's live progress (docs/concepts.md, "Progress"): updated at most every 500 ms; 100% once completed. */
+export interface JobProgress {
+  /** Percent of the expected output produced, 0-100; null when it cannot be known (images, unknown source length). */
+  percent: number | null;
+  /** Estimated milliseconds left; null when unknown. */
+  etaMs: number | null;
+  /** Epoch ms of the reading. */
+  updatedAt: number;
+}
+
 export interface Job {
   id: string;
   orgId: string;
@@ -45,6 +55,8 @@ export interface Job {
   cost: { credits: number; breakdown: string } | null;
   error: { code: string; message: string } | null;
   timing: { createdAt: number; dispatchedAt: number | null; startedAt: number | null; completedAt: number | null };
+  /** Live progress while running, 100% once completed, null otherwise (and from gateways older than progress). */
+  progress?: JobProgress | null;
   webhookDeliveries: JobWebhookDelivery[];
 }
 

@@ -45,6 +45,24 @@ describe("waitForJob", () => {
     expect(calls.get).toBe(0);
   });
 
+  it("watchJob yields each progress reading of the running job, then the terminal job", async () => {
+    const running = (percent: number, updatedAt: number) => ({ ...job("running"), progress: { percent, etaMs: 1000, updatedAt } });
+    const { client } = await api({
+      statuses: [],
+      stream: (response) => {
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.write(`event: running\ndata: ${JSON.stringify({ ...job("running"), progress: null })}\n\n`);
+        for (const [percent, at] of [[12.5, 1000], [40, 1500], [40, 1500], [87.1, 2000]] as const) response.write(`event: progress\ndata: ${JSON.stringify(running(percent, at))}\n\n`);
+        response.write(`event: completed\ndata: ${JSON.stringify({ ...job("completed"), progress: { percent: 100, etaMs: 0, updatedAt: 2100 } })}\n\n`);
+        response.end();
+      },
+    });
+    const seen: Array<[string, number | null | undefined]> = [];
+    for await (const update of client.jobs.watch("job_1")) seen.push([update.status, update.progress?.percent]);
+    // The repeated reading (same updatedAt) is not yielded twice.
+    expect(seen).toEqual([["running", undefined], ["running", 12.5], ["running", 40], ["running", 87.1], ["completed", 100]]);
+  });
+
   it("falls back to polling when the stream is unavailable", async () => {
     const { client, calls } = await api({
       statuses: ["running", "running", "failed"],

@@ -5,16 +5,19 @@ import type { RenderbusClient } from "./client.js";
 export interface WaitForJobOptions {
   /** Give up after this long (default 10 minutes) with WaitTimeoutError. */
   timeoutMs?: number;
-  /** Called with the job on every status change seen (for progress displays). */
+  /** Called with the job on every status change and every progress reading seen (for progress displays). */
   onUpdate?: (job: Job) => void;
   signal?: AbortSignal;
 }
 
 const isTerminal = (job: Job) => TERMINAL_STATUSES.includes(job.status);
+/** A job worth yielding after `last`: another status, or newer progress. */
+const changed = (job: Job, last: Job | undefined) => job.status !== last?.status || (job.progress?.updatedAt ?? null) !== (last?.progress?.updatedAt ?? null);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Yields the job on each status change until it is terminal. Follows the job's SSE stream; when the stream cannot
+ * Yields the job on each status change and each new progress reading (`job.progress`, at most every 500 ms while
+ * it runs) until it is terminal. Follows the job's SSE stream; when the stream cannot
  * be opened or drops (proxy timeout, gateway restart) it polls `GET /jobs/{id}` with backoff (0.5 s doubling to
  * 5 s) and reopens the stream, so a flaky connection slows updates down but never loses the outcome.
  */
@@ -31,7 +34,7 @@ export async function* watchJob(client: RenderbusClient, jobId: string, { timeou
       try {
         for await (const job of client.jobs.events(jobId, controller.signal)) {
           backoffMs = 500;
-          if (job.status !== last?.status) {
+          if (changed(job, last)) {
             last = job;
             yield job;
           }
@@ -44,7 +47,7 @@ export async function* watchJob(client: RenderbusClient, jobId: string, { timeou
       }
       if (Date.now() >= deadline) throw new WaitTimeoutError(jobId, last?.status ?? null);
       const job = await client.jobs.get(jobId);
-      if (job.status !== last?.status) {
+      if (changed(job, last)) {
         last = job;
         yield job;
       }

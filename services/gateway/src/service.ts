@@ -12,6 +12,7 @@ import { CredentialResolver } from "./auth/credential-resolver.js";
 import { CredentialMarks } from "./auth/credential-marks.js";
 import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
+import { JobProgressHub } from "./sse/job-progress-hub.js";
 import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
 
 export interface GatewayService {
@@ -60,6 +61,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
     outputs: createLocalOutputStore(config.OUTPUT_DIR),
     jobEvents: new JobEventHub(bus),
+    jobProgress: new JobProgressHub(bus),
     finishedJobs,
     metrics: metrics ?? createMetricsRegistry("gateway"),
   };
@@ -87,6 +89,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
       stopOrgUpdated();
       stopDeliveryUpdated();
       deps.jobEvents.close();
+      deps.jobProgress?.close();
       for (const client of [deps.auth, deps.billing, deps.jobs, deps.webhooks]) client.close();
       redis.disconnect();
       await bus.close();

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { Bus, STREAMS } from "@renderbus/bus";
+import { Bus, STREAMS, jobProgressSubject } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { DEFAULT_PLANS } from "@renderbus/plans";
@@ -93,6 +93,11 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
     outputRetentionMs: retentionMs,
     inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
+    // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress").
+    publishProgress: (message) => {
+      const subject = jobProgressSubject(message.orgId, message.jobId);
+      if (subject && !bus.nc.isClosed()) bus.notify(subject, message);
+    },
     // For a work message without limits: the free plan's.
     fallbackLimits: { maxRunSeconds: DEFAULT_PLANS.free.maxRunSeconds, maxInputBytes: DEFAULT_PLANS.free.maxInputBytes },
   };

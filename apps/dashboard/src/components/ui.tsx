@@ -1,12 +1,34 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
 import { messageOf } from "../api";
 import { hasNavigated } from "../router";
+import { formatDuration } from "../format";
+import type { Job } from "../types";
 
 /** A job/batch/delivery/key status as a coloured badge; the text carries the meaning, colour only repeats it. */
 export function StatusBadge({ status }: { status: string }) {
   return (
     <span className={`badge badge-${status.replace(/[^a-z]/g, "")}`} data-status={status}>
       {status}
+    </span>
+  );
+}
+
+/**
+ * A running job's live progress (docs/concepts.md, "Progress"): a native progress bar with the percent and the time
+ * left, or an indeterminate bar while the percent cannot be known. Nothing for jobs that are not running.
+ */
+export function JobProgressBar({ job, compact = false }: { job: Pick<Job, "id" | "status" | "progress">; compact?: boolean }) {
+  if (job.status !== "running") return null;
+  const percent = job.progress?.percent ?? null;
+  const eta = job.progress?.etaMs ?? null;
+  const label = percent === null ? "in progress" : `${percent.toFixed(compact ? 0 : 1)}%`;
+  return (
+    <span className={`job-progress${compact ? " job-progress-compact" : ""}`} data-testid="job-progress" data-percent={percent ?? ""}>
+      <progress max={100} {...(percent === null ? {} : { value: percent })} aria-label={`Progress of ${job.id}`} />
+      <span className="job-progress-label">
+        {label}
+        {!compact && eta !== null ? <span className="muted"> · about {formatDuration(eta)} left</span> : null}
+      </span>
     </span>
   );
 }

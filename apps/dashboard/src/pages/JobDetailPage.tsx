@@ -6,7 +6,7 @@ import { Link } from "../router";
 import { DeliveriesTable } from "../components/DeliveriesTable";
 import { canManage } from "../members";
 import { useSession } from "../session";
-import { ConfirmDialog, EmptyState, ErrorMessage, Loading, Notice, PageHeader, StatusBadge, useResource } from "../components/ui";
+import { ConfirmDialog, EmptyState, ErrorMessage, JobProgressBar, Loading, Notice, PageHeader, StatusBadge, useResource } from "../components/ui";
 import type { Delivery, Job, JobType, WebhookDeliverySummary } from "../types";
 
 // Webhook deliveries reach the job record shortly after the job's own events; keep refreshing for a while after
@@ -80,6 +80,7 @@ export function JobDetailPage({ jobId }: { jobId: string }) {
           Status: <StatusBadge status={current.status} />
           {!isTerminal(current.status) ? <span className="muted"> updating live</span> : null}
         </p>
+        <JobProgressBar job={current} />
       </PageHeader>
       <ErrorMessage error={actionError} />
       <ErrorMessage error={job.error} title="Could not refresh this job" />

@@ -3,7 +3,7 @@ import { api, withQuery } from "../api";
 import { creditCount, formatTime, isTerminal } from "../format";
 import { MAX_LIVE_STREAMS, useJobEvents } from "../live";
 import { Link, useRouter } from "../router";
-import { EmptyState, ErrorMessage, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
+import { EmptyState, ErrorMessage, JobProgressBar, Loading, PageHeader, StatusBadge, DataTable, useResource } from "../components/ui";
 import { JOB_STATUSES, type Job, type JobType } from "../types";
 
 const PAGE_SIZE = 20;
@@ -163,6 +163,7 @@ export function JobsPage() {
                 <td data-label="Type">{job.type}</td>
                 <td data-label="Status">
                   <StatusBadge status={job.status} />
+                  <JobProgressBar job={job} compact />
                 </td>
                 <td data-label="Batch">{job.batchId ? <Link to={`/batches/${job.batchId}`} className="mono">{job.batchId}</Link> : <span className="muted">-</span>}</td>
                 <td data-label="Created">{formatTime(job.timing.createdAt)}</td>

@@ -3,11 +3,25 @@ import type { Output } from "./output.js";
 import { seconds } from "./output.js";
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const BAR_WIDTH = 24;
+
+/** `[██████░░░░░░] 42.3%  ETA 12s` for a job's progress (pure); "" when it has no percent. */
+export function progressBar(progress: Job["progress"], width = BAR_WIDTH): string {
+  if (!progress || progress.percent === null) return "";
+  const percent = Math.max(0, Math.min(100, progress.percent));
+  const filled = Math.round((percent / 100) * width);
+  const eta = progress.etaMs !== null && percent < 100 ? `  ETA ${seconds(progress.etaMs)}` : "";
+  return `[${"█".repeat(filled)}${"░".repeat(width - filled)}] ${percent.toFixed(1)}%${eta}`;
+}
 
 /**
- * Live progress of one job on stderr: on a terminal, one line redrawn with a spinner, the status and the elapsed
- * time; otherwise one line per status change (logs stay readable). With --json, one JSON line per change on stdout.
+ * Live progress of one job on stderr: on a terminal, one line redrawn with a spinner, the status, a progress bar
+ * while it runs (percent and ETA from the API) and the elapsed time; otherwise one line per status change and per
+ * 10% of progress (logs stay readable). With --json, one JSON line per status change or progress reading on stdout.
  */
+/** Which tenth of the way a job is (-1 without a percent): non-interactive output prints a line per tenth. */
+const tenth = (job: Job | undefined): number => (typeof job?.progress?.percent === "number" ? Math.floor(job.progress.percent / 10) : -1);
+
 export class JobProgress {
   private job: Job | undefined;
   private frame = 0;
@@ -19,18 +33,22 @@ export class JobProgress {
   }
 
   update(job: Job): void {
-    const changed = job.status !== this.job?.status;
+    const previous = this.job;
+    const statusChanged = job.status !== previous?.status;
+    const progressChanged = (job.progress?.updatedAt ?? null) !== (previous?.progress?.updatedAt ?? null);
     this.job = job;
-    if (!changed) return;
-    if (this.output.json) this.output.out(JSON.stringify({ id: job.id, status: job.status, at: Date.now() }));
+    if (!statusChanged && !progressChanged) return;
+    if (this.output.json) this.output.out(JSON.stringify({ id: job.id, status: job.status, progress: job.progress ?? null, at: Date.now() }));
     else if (this.output.interactive) this.draw();
-    else this.output.err(`${new Date().toISOString()}  ${job.id}  ${job.status}`);
+    else if (statusChanged) this.output.err(`${new Date().toISOString()}  ${job.id}  ${job.status}`);
+    else if (job.status === "running" && tenth(job) > tenth(previous)) this.output.err(`${new Date().toISOString()}  ${job.id}  running  ${progressBar(job.progress)}`);
   }
 
   private draw(): void {
     const status = this.job?.status ?? "connecting";
     const frame = FRAMES[this.frame++ % FRAMES.length];
-    process.stderr.write(`\r\x1b[2K${frame} ${this.jobId}  ${this.job?.type ?? ""}  ${status}  ${seconds(Date.now() - this.started)}`);
+    const bar = this.job?.status === "running" ? progressBar(this.job.progress) : "";
+    process.stderr.write(`\r\x1b[2K${frame} ${this.jobId}  ${this.job?.type ?? ""}  ${status}${bar ? `  ${bar}` : ""}  ${seconds(Date.now() - this.started)}`);
   }
 
   stop(): void {

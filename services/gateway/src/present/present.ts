@@ -1,4 +1,5 @@
 import type { auth, jobs, webhooks } from "@renderbus/contracts";
+import type { JobProgress } from "../sse/job-progress-hub.js";
 
 /**
  * Proto messages as the public JSON of jobs, batches and deliveries (packages/sdk/src/types.ts): absent optional fields become null (never missing),
@@ -6,7 +7,18 @@ import type { auth, jobs, webhooks } from "@renderbus/contracts";
  */
 const orNull = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
-export function presentJob(job: jobs.Job) {
+/**
+ * `progress` of the job object (docs/concepts.md, "Progress"): the last tick while running (null before the first
+ * and for jobs whose output has no length), 100% once completed, null otherwise.
+ */
+export function progressOf(job: jobs.Job, running: JobProgress | null | undefined): JobProgress | null {
+  if (job.status === "running") return running ?? null;
+  if (job.status === "completed") return { percent: 100, etaMs: 0, updatedAt: job.timing?.completedAt ?? job.timing?.createdAt ?? 0 };
+  return null;
+}
+
+/** @param progress the running job's last progress tick (JobProgressHub), if any. */
+export function presentJob(job: jobs.Job, progress?: JobProgress | null) {
   return {
     id: job.id,
     orgId: job.orgId,
@@ -35,6 +47,7 @@ export function presentJob(job: jobs.Job) {
       startedAt: orNull(job.timing?.startedAt),
       completedAt: orNull(job.timing?.completedAt),
     },
+    progress: progressOf(job, progress),
     webhookDeliveries: job.webhookDeliveries.map((delivery) => ({
       id: delivery.id,
       event: delivery.event,

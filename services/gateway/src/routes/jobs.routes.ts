@@ -59,7 +59,7 @@ export const jobRoutes = [
     response: page("Job"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.jobs.listJobs(query, { auth });
-      return { data: page.jobs.map(presentJob), nextCursor: page.nextCursor ?? null };
+      return { data: page.jobs.map((job) => presentJob(job, deps.jobProgress?.get(auth.orgId, job.id))), nextCursor: page.nextCursor ?? null };
     },
   }),
   defineRoute({
@@ -67,14 +67,15 @@ export const jobRoutes = [
     url: "/jobs/:jobId",
     operationId: "getJob",
     summary: "Get a job",
-    description: "The job with its status, result (signed download URL), cost, error, timing and webhook deliveries.",
+    description: "The job with its status, result (signed download URL), cost, error, timing, live progress while running (percent, ETA) and webhook deliveries.",
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
     response: one("Job"),
-    handler: async ({ params, auth }, deps) => ({
-      data: presentJob(await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }))),
-    }),
+    handler: async ({ params, auth }, deps) => {
+      const job = await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }));
+      return { data: presentJob(job, deps.jobProgress?.get(auth.orgId, job.id)) };
+    },
   }),
   defineRoute({
     method: "POST",

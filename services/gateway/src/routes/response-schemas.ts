@@ -55,6 +55,17 @@ export const responseSchemas = {
       cost: { oneOf: [{ type: "null" }, object({ credits: { type: "integer" }, breakdown: { type: "string" } })], description: "Set when completed" },
       error: { oneOf: [{ type: "null" }, object({ code: { type: "string" }, message: { type: "string" } })], description: "Set when failed" },
       timing: object({ createdAt: epochMs, dispatchedAt: epochMsOrNull, startedAt: epochMsOrNull, completedAt: epochMsOrNull }),
+      progress: {
+        oneOf: [
+          { type: "null" },
+          object({
+            percent: { type: ["number", "null"], minimum: 0, maximum: 100, description: "Percent of the expected output produced; null when it cannot be known" },
+            etaMs: { type: ["integer", "null"], minimum: 0, description: "Estimated milliseconds left; null when unknown" },
+            updatedAt: epochMs,
+          }),
+        ],
+        description: "Live progress while running (updated at most every 500 ms, not stored), 100% once completed, null otherwise",
+      },
       webhookDeliveries: {
         type: "array",
         items: object({

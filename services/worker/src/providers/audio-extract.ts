@@ -24,11 +24,11 @@ export function buildAudioExtractArgs(params: AudioExtractParams, source: string
 /** `audio.extract`: the first audio track of the source. */
 export const audioExtractProvider: Provider<AudioExtractParams> = {
   type: "audio.extract",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, onProgress, maxOutputMs }) {
     if (!probes.source?.hasAudio) throw inputError("inputs.source: has no audio stream");
     const format = FORMATS[params.format];
     const output = path.join(workDir, `output.${format.extension}`);
-    await runFfmpeg({ args: capOutputDuration(buildAudioExtractArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(buildAudioExtractArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn, onProgress });
     return { path: output, extension: format.extension, contentType: format.contentType };
   },
 };

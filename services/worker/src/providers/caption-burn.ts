@@ -25,13 +25,13 @@ export function buildCaptionBurnArgs(params: CaptionBurnParams, source: string, 
 /** `caption.burn`: renders SRT or WebVTT subtitles onto the source video; mp4 out. */
 export const captionBurnProvider: Provider<CaptionBurnParams> = {
   type: "caption.burn",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, onProgress, maxOutputMs }) {
     if (!probes.source?.hasVideo) throw inputError("inputs.source: has no video stream");
     if (!probes.subtitles?.streams.some((stream) => stream.type === "subtitle")) {
       throw inputError("inputs.subtitles: is not an SRT or WebVTT file");
     }
     const output = path.join(workDir, "output.mp4");
-    await runFfmpeg({ args: capOutputDuration(buildCaptionBurnArgs(params, inputs.source!, inputs.subtitles!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(buildCaptionBurnArgs(params, inputs.source!, inputs.subtitles!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn, onProgress });
     return { path: output, extension: "mp4", contentType: "video/mp4" };
   },
 };

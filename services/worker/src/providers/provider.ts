@@ -1,5 +1,6 @@
 import type { JobTypeName } from "@renderbus/job-types";
 import type { MediaProbe } from "../media/probe.js";
+import type { FfmpegProgressTick } from "./ffmpeg-progress.js";
 
 /** What a provider gets to work with: validated params, downloaded inputs and their probes, a private temp dir. */
 export interface ProviderContext<Params> {
@@ -14,6 +15,8 @@ export interface ProviderContext<Params> {
   /** Aborted when the job is cancelled. */
   signal: AbortSignal;
   onSpawn?: (pid: number) => void;
+  /** ffmpeg's progress ticks, for providers whose output has a length (video and audio); images report none. */
+  onProgress?: (tick: FfmpegProgressTick) => void;
   /**
    * The longest output the job's credit reservation pays for; providers of video and audio pass their ffmpeg
    * arguments through {@link capOutputDuration}. Undefined or null: no cap (images, metadata).

@@ -47,6 +47,22 @@ function isAlive(pid: number): boolean {
 }
 
 describe("runFfmpeg", () => {
+  it("reports ffmpeg's -progress stream from inside the sandbox: ticks while it runs, then the end", async () => {
+    const clip = path.join(workDir, "clip.mp4");
+    const ticks: Array<{ outTimeMs: number | null; ended: boolean }> = [];
+    await runFfmpeg({
+      args: ["-re", "-i", clip, "-f", "null", "-"],
+      workDir,
+      timeoutMs: 60_000,
+      signal: new AbortController().signal,
+      onProgress: ({ outTimeMs, ended }) => ticks.push({ outTimeMs, ended }),
+    });
+    expect(ticks.length).toBeGreaterThanOrEqual(2);
+    expect(ticks.at(-1)).toMatchObject({ ended: true });
+    expect(ticks.filter((tick) => tick.ended)).toHaveLength(1);
+    expect(ticks.at(-1)!.outTimeMs).toBeGreaterThanOrEqual(900);
+  }, 60_000);
+
   it("kills a running ffmpeg within 2 seconds of a cancel", async () => {
     const controller = new AbortController();
     let pid = 0;

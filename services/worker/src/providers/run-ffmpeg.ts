@@ -4,6 +4,7 @@ import { JobCancelledError, JobFailure, providerError } from "../job-failure.js"
 import { inputOptions, isPlainMediaPath } from "../media/input-options.js";
 import { mediaCaps, outputSizeCapError, pixelCapError, pixelCapExceeded, type MediaCaps } from "../media/media-caps.js";
 import { cpuSecondsFor, sandboxCommand, sandboxSettings, type SandboxSettings } from "../sandbox/sandbox.js";
+import { createProgressParser, type FfmpegProgressTick } from "./ffmpeg-progress.js";
 
 /** After SIGTERM, how long ffmpeg gets before SIGKILL: cancellation must stop the process within 2 s. */
 export const KILL_GRACE_MS = 1500;
@@ -38,6 +39,8 @@ export interface RunFfmpegOptions {
   sandbox?: SandboxSettings;
   /** Defaults to the worker's process-wide media caps. */
   caps?: MediaCaps;
+  /** Called with each block of ffmpeg's `-progress` stream (about every 0.5 s); without it ffmpeg reports none. */
+  onProgress?: (tick: FfmpegProgressTick) => void;
 }
 
 // Room above OUTPUT_MAX_BYTES for what `-fs` lets through (it stops after the packet that crosses it) before the
@@ -69,12 +72,14 @@ export function guardedFfmpegArgs(args: string[], caps: MediaCaps): string[] {
  * @throws JobFailure PROVIDER_ERROR (non-zero exit, with the last meaningful stderr line) or PROVIDER_TIMEOUT;
  *   JobCancelledError when `signal` fires (the process is sent SIGTERM, then SIGKILL after KILL_GRACE_MS).
  */
-export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command = "ffmpeg", sandbox = sandboxSettings(), caps = mediaCaps() }: RunFfmpegOptions): Promise<void> {
+export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, onProgress, command = "ffmpeg", sandbox = sandboxSettings(), caps = mediaCaps() }: RunFfmpegOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(new JobCancelledError());
     let wrapped;
     try {
-      wrapped = sandboxCommand(command, guardedFfmpegArgs(args, caps), {
+      // `-progress pipe:1`: key=value blocks on stdout every 0.5 s (a global option, so it goes first).
+      const guarded = guardedFfmpegArgs(args, caps);
+      wrapped = sandboxCommand(command, onProgress ? ["-progress", "pipe:1", ...guarded] : guarded, {
         workDir,
         limits: { cpuSeconds: cpuSecondsFor(timeoutMs), fileSizeBytes: caps.outputMaxBytes + FILE_SIZE_SLACK_BYTES },
         settings: sandbox,
@@ -85,11 +90,22 @@ export function runFfmpeg({ args, workDir, timeoutMs, signal, onSpawn, command =
       return reject(error as Error);
     }
     const output = args.at(-1);
-    const child = spawn(wrapped.command, wrapped.args, { cwd: workDir, stdio: ["ignore", "ignore", "pipe"], env: wrapped.env });
+    const child = spawn(wrapped.command, wrapped.args, { cwd: workDir, stdio: ["ignore", onProgress ? "pipe" : "ignore", "pipe"], env: wrapped.env });
+    if (onProgress && child.stdout) {
+      const parser = createProgressParser((tick) => {
+        try {
+          onProgress(tick);
+        } catch {
+          // Progress is informational: a failing listener never stops the job.
+        }
+      });
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => parser.push(chunk));
+    }
     const lines: string[] = [];
     let partial = "";
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (chunk: string) => {
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
       const parts = (partial + chunk).split(/\r?\n|\r/);
       partial = parts.pop() ?? "";
       lines.push(...parts);

@@ -49,10 +49,10 @@ export function buildTranscodeArgs(params: TranscodeParams, source: string, outp
 /** `transcode`: re-encodes the source video. */
 export const transcodeProvider: Provider<TranscodeParams> = {
   type: "transcode",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, onProgress, maxOutputMs }) {
     if (!probes.source?.hasVideo) throw inputError("inputs.source: has no video stream");
     const output = path.join(workDir, `output.${params.format}`);
-    await runFfmpeg({ args: capOutputDuration(buildTranscodeArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(buildTranscodeArgs(params, inputs.source!, output), maxOutputMs), workDir, timeoutMs, signal, onSpawn, onProgress });
     return { path: output, extension: params.format, contentType: CONTENT_TYPES[params.format] };
   },
 };

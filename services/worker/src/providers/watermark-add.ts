@@ -64,7 +64,7 @@ export function buildWatermarkArgs(params: WatermarkAddParams, sources: Watermar
 /** `watermark.add`: overlays a text and/or an image on the source video; mp4 out. */
 export const watermarkAddProvider: Provider<WatermarkAddParams> = {
   type: "watermark.add",
-  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, maxOutputMs }) {
+  async run({ params, inputs, probes, workDir, timeoutMs, signal, onSpawn, onProgress, maxOutputMs }) {
     const probe = probes.source;
     if (!probe?.hasVideo || !probe.width || !probe.height) throw inputError("inputs.source: has no video stream");
     if (params.text === undefined && !inputs.image) throw inputError("params.text: is required when no image input is given");
@@ -76,7 +76,7 @@ export const watermarkAddProvider: Provider<WatermarkAddParams> = {
     }
     const output = path.join(workDir, "output.mp4");
     const args = buildWatermarkArgs(params, { source: inputs.source!, image: inputs.image, textFile, videoWidth: probe.width, videoHeight: probe.height }, output);
-    await runFfmpeg({ args: capOutputDuration(args, maxOutputMs), workDir, timeoutMs, signal, onSpawn });
+    await runFfmpeg({ args: capOutputDuration(args, maxOutputMs), workDir, timeoutMs, signal, onSpawn, onProgress });
     return { path: output, extension: "mp4", contentType: "video/mp4" };
   },
 };

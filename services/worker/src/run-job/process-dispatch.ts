@@ -13,6 +13,7 @@ import { countVideoDurationMs } from "../media/count-duration.js";
 import { downloadInputs } from "./download-inputs.js";
 import { estimateOutput } from "./estimate-output.js";
 import { measureOutput } from "./output-metadata.js";
+import { progressReporter, type PublishProgress } from "./progress-reporter.js";
 import { chargeFor, minimumReservation, reservationFor, reserveJobCredits } from "./reserve-credits.js";
 import { runProvider } from "./run-provider.js";
 
@@ -29,6 +30,8 @@ export interface JobRunnerDeps {
   outputSigningSecret: string;
   outputRetentionMs: number;
   inputFetchTimeoutMs: number;
+  /** Where a running job's progress goes (core NATS in the worker); none: not reported. */
+  publishProgress?: PublishProgress;
   /** Used when a work message carries no limits (older producers). */
   fallbackLimits: { maxRunSeconds: number; maxInputBytes: number };
 }
@@ -126,6 +129,15 @@ export async function processDispatch(
       signal,
       onSpawn: hooks.onSpawn,
       maxOutputMs: reservation.coveredMs,
+      // The output expected: the source's measured length, stopped at what the reservation covers (-t).
+      onProgress: deps.publishProgress
+        ? progressReporter({
+            orgId,
+            jobId,
+            expectedOutputMs: (outputKind === "video" || outputKind === "audio") && sourceDurationMs ? Math.min(sourceDurationMs, reservation.coveredMs ?? Infinity) : null,
+            publish: deps.publishProgress,
+          })
+        : undefined,
     });
     phaseEnded("provider");
     // Measured before it is stored: an output the reservation cannot be raised to cover is never published.
