@@ -14,6 +14,7 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listBatches: (client) => client.batches.list,
   listJobTypes: (client) => client.jobTypes.list,
   getJobTypeSchema: (client) => client.jobTypes.get,
+  getUpload: (client) => client.uploads.get,
   getMe: (client) => client.me,
   createApiKey: (client) => client.apiKeys.create,
   listApiKeys: (client) => client.apiKeys.list,

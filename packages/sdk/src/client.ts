@@ -21,6 +21,7 @@ import type {
   SubmittedBatch,
   TestWebhookOutcome,
   UpdateOrgWebhookParams,
+  Upload,
   UsageEntry,
 } from "./types.js";
 
@@ -108,6 +109,11 @@ export class RenderbusClient {
     list: (params: ListBatchesParams = {}): PageIterator<Batch> => this.list<Batch, ListBatchesParams>("/batches", params),
     /** getBatch: `GET /batches/{batch_id}`. */
     get: (batchId: string): Promise<Batch> => this.data({ method: "GET", path: `/batches/${enc(batchId)}` }),
+  };
+
+  readonly uploads = {
+    /** getUpload: `GET /uploads/{upload_id}`: size, bytes received, complete, expiry. */
+    get: (uploadId: string): Promise<Upload> => this.data({ method: "GET", path: `/uploads/${enc(uploadId)}` }),
   };
 
   readonly jobTypes = {

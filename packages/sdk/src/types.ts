@@ -83,6 +83,19 @@ export interface Batch {
   timing: { createdAt: number; completedAt: number | null };
 }
 
+/** A resumable upload (tus 1.0); use its id as a job input (`inputs.source`) once complete. */
+export interface Upload {
+  id: string;
+  /** Declared size in bytes; null while deferred. */
+  size: number | null;
+  /** Bytes received so far. */
+  offset: number;
+  complete: boolean;
+  createdAt: number;
+  /** The upload is deleted then (24 h after creation by default). */
+  expiresAt: number;
+}
+
 export interface JobType {
   name: string;
   description: string;

@@ -17,6 +17,7 @@ import { registerWebhookEventStream } from "./sse/webhook-events.js";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
+import { registerUploadProtocol } from "./uploads/uploads.protocol.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -76,6 +77,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, deps);
   await registerAuthProxy(app, deps);
   registerOutputRoutes(app, deps);
+  registerUploadProtocol(app, deps);
   registerJobEventStream(app, deps);
   registerWebhookEventStream(app, deps);
   registerOpenApiRoutes(app, deps);
@@ -96,6 +98,7 @@ function registerRoute(
   app.route({
     method: route.method,
     url: route.url,
+    ...(route.exposeHead === false ? { exposeHeadRoute: false } : {}),
     handler: async (request, reply) => {
       const auth = await authenticate(request, reply, deps);
       const params = parseRequestPart(route.params, request.params, "path");

@@ -22,6 +22,7 @@ const examplePathValues: Record<string, string> = {
   keyId: "key_01JD3ZA0B1C2D3E4F5G6H7J8K9",
   orgId: "org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V",
   deliveryId: "del_01JD3ZB2C3D4E5F6G7H8J9K0M1",
+  uploadId: "upload_01JD3ZC4D5E6F7G8H9J0K1M2N3",
   type: "transcode",
   key: "org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V/job_01JD3Z8X9K2M4N6P8R0T2V4W6Y/output.mp4",
 };
@@ -48,6 +49,7 @@ export const sdkSamples: Record<string, string> = {
   listBatches: `for await (const batch of client.batches.list({ status: "running" })) console.log(batch.id);`,
   getBatch: `const batch = await client.batches.get("${examplePathValues.batchId}");`,
   listJobTypes: "const jobTypes = await client.jobTypes.list();",
+  getUpload: `const upload = await client.uploads.get("${examplePathValues.uploadId}");`,
   getJobTypeSchema: `const jobType = await client.jobTypes.get("${examplePathValues.type}");`,
   getMe: "const me = await client.me();",
   createApiKey: `const { key } = await client.apiKeys.create("${requestBodyExamples.createApiKey!.name as string}");`,

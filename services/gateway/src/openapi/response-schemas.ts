@@ -149,6 +149,17 @@ export const responseSchemas = {
     succeeded: { type: "boolean", description: "The receiver answered 2xx within the timeout" },
     delivery: { oneOf: [{ type: "null" }, { $ref: "#/components/schemas/Delivery" }] },
   }),
+  Upload: object(
+    {
+      id: { type: "string", pattern: "^upload_", examples: ["upload_01JD3ZC4D5E6F7G8H9J0K1M2N3"] },
+      size: { ...nullableInteger, description: "Declared size in bytes; null while deferred (tus Upload-Defer-Length)" },
+      offset: { type: "integer", description: "Bytes received so far: where an interrupted upload resumes" },
+      complete: { type: "boolean", description: "All bytes received: usable as a job input" },
+      createdAt: epochMs,
+      expiresAt: { ...epochMs, description: "Epoch milliseconds; the upload is deleted then (24 h after creation by default)" },
+    },
+    { description: "A resumable upload (tus 1.0), usable as a job input by its id once complete (docs/uploads.md)" },
+  ),
 } as const;
 
 /** Operations whose `data` is an array of the schema below (with `nextCursor` when the route takes a cursor). */
@@ -176,4 +187,5 @@ export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   getBalance: "Balance",
   getUsage: "UsageEntry",
   sendTestWebhook: "TestWebhookOutcome",
+  getUpload: "Upload",
 };
