@@ -1,8 +1,9 @@
 import { copyFile } from "node:fs/promises";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { FileStore } from "@tus/file-store";
-import type { Upload } from "@tus/utils";
-import { isId, timeOfId } from "@renderbus/ids";
+import { Upload } from "@tus/utils";
+import { isId, newId, timeOfId } from "@renderbus/ids";
 import { UPLOAD_ORG_METADATA, type UploadDescription, type UploadStore } from "./upload-store.js";
 
 /**
@@ -36,10 +37,21 @@ export function createLocalUploadStore(options: { directory: string; retentionMs
       filename: upload.metadata?.filename ?? null,
     };
   };
+  const create = async ({ orgId, size, filename }: { orgId: string; size: number; filename?: string }): Promise<UploadDescription> => {
+    const id = newId("upload");
+    await dataStore.create(new Upload({ id, size, offset: 0, metadata: { ...(filename ? { filename } : {}), [UPLOAD_ORG_METADATA]: orgId } }));
+    return (await describe(id))!;
+  };
   return {
     dataStore,
     retentionMs: options.retentionMs,
     describe,
+    create,
+    createComplete: async ({ orgId, bytes, filename }) => {
+      const upload = await create({ orgId, size: bytes.length, ...(filename ? { filename } : {}) });
+      if (bytes.length > 0) await dataStore.write(Readable.from([bytes]), upload.id, 0);
+      return (await describe(upload.id))!;
+    },
     copyTo: async (id, destination) => {
       if (!isId("upload", id)) throw new Error(`${id} is not an upload id`);
       await copyFile(path.join(directory, id), destination);

@@ -33,6 +33,10 @@ export interface UploadStore {
   readonly retentionMs: number;
   /** The upload, or undefined when there is none (or `id` is not an upload id). */
   describe(id: string): Promise<UploadDescription | undefined>;
+  /** Creates an empty upload of `size` bytes owned by `orgId` (what a tus POST does), to be sent with tus PATCH requests. */
+  create(options: { orgId: string; size: number; filename?: string }): Promise<UploadDescription>;
+  /** Creates a complete upload of `bytes` owned by `orgId` in one call (small files sent inline). */
+  createComplete(options: { orgId: string; bytes: Buffer; filename?: string }): Promise<UploadDescription>;
   /** Copies a stored upload's bytes to `destination` (a local file). @throws when the upload is gone. */
   copyTo(id: string, destination: string): Promise<void>;
   /** Deletes uploads created before `now - retentionMs`, finished or not; returns how many. */

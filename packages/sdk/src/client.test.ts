@@ -15,6 +15,8 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listJobTypes: (client) => client.jobTypes.list,
   getJobTypeSchema: (client) => client.jobTypes.get,
   getUpload: (client) => client.uploads.get,
+  createUploadLink: (client) => client.uploads.createLink,
+  uploadMedia: (client) => client.uploads.uploadInline,
   getMe: (client) => client.me,
   createApiKey: (client) => client.apiKeys.create,
   listApiKeys: (client) => client.apiKeys.list,

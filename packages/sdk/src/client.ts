@@ -22,6 +22,7 @@ import type {
   TestWebhookOutcome,
   UpdateOrgWebhookParams,
   Upload,
+  UploadLink,
   UsageEntry,
 } from "./types.js";
 
@@ -114,6 +115,12 @@ export class RenderbusClient {
   readonly uploads = {
     /** getUpload: `GET /uploads/{upload_id}`: size, bytes received, complete, expiry. */
     get: (uploadId: string): Promise<Upload> => this.data({ method: "GET", path: `/uploads/${enc(uploadId)}` }),
+    /** createUploadLink: `POST /upload-links`: an empty upload of `size` bytes and where to PATCH them (tus). */
+    createLink: (size: number, filename?: string): Promise<UploadLink> =>
+      this.data({ method: "POST", path: "/upload-links", body: { size, ...(filename ? { filename } : {}) } }),
+    /** uploadMedia: `POST /uploads/inline`: a file of at most 1 MB in one request, complete at once. */
+    uploadInline: (bytes: Uint8Array, filename?: string): Promise<Upload> =>
+      this.data({ method: "POST", path: "/uploads/inline", body: { contentBase64: Buffer.from(bytes).toString("base64"), ...(filename ? { filename } : {}) } }),
   };
 
   readonly jobTypes = {

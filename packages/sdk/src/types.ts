@@ -96,6 +96,14 @@ export interface Upload {
   expiresAt: number;
 }
 
+/** An empty upload and how to send its bytes: PATCH `url` with `headers` and your own Authorization. */
+export interface UploadLink {
+  upload: Upload;
+  url: string;
+  method: "PATCH";
+  headers: Record<string, string>;
+}
+
 export interface JobType {
   name: string;
   description: string;

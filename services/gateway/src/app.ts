@@ -99,6 +99,7 @@ function registerRoute(
     method: route.method,
     url: route.url,
     ...(route.exposeHead === false ? { exposeHeadRoute: false } : {}),
+    ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
     handler: async (request, reply) => {
       const auth = await authenticate(request, reply, deps);
       const params = parseRequestPart(route.params, request.params, "path");

@@ -12,6 +12,8 @@ export const requestBodyExamples: Record<string, Record<string, unknown>> = {
   submitJob: exampleJob,
   submitBatch: { jobs: [exampleJob, { type: "transcode", inputs: { source: SOURCE_URL }, params: { resolution: "720p" } }] },
   createApiKey: { name: "CI pipeline" },
+  createUploadLink: { size: 4194304, filename: "clip.mp4" },
+  uploadMedia: { contentBase64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", filename: "logo.png" },
   updateOrgWebhook: { webhookUrl: "https://hooks.example.com/renderbus", webhookSecret: "a-long-random-secret" },
 };
 
@@ -49,6 +51,8 @@ export const sdkSamples: Record<string, string> = {
   listBatches: `for await (const batch of client.batches.list({ status: "running" })) console.log(batch.id);`,
   getBatch: `const batch = await client.batches.get("${examplePathValues.batchId}");`,
   listJobTypes: "const jobTypes = await client.jobTypes.list();",
+  createUploadLink: 'const { url, headers } = await client.uploads.createLink(4_194_304, "clip.mp4");',
+  uploadMedia: 'const upload = await client.uploads.uploadInline(await readFile("logo.png"), "logo.png");',
   getUpload: `const upload = await client.uploads.get("${examplePathValues.uploadId}");`,
   getJobTypeSchema: `const jobType = await client.jobTypes.get("${examplePathValues.type}");`,
   getMe: "const me = await client.me();",

@@ -160,6 +160,15 @@ export const responseSchemas = {
     },
     { description: "A resumable upload (tus 1.0), usable as a job input by its id once complete (docs/uploads.md)" },
   ),
+  UploadLink: object(
+    {
+      upload: { $ref: "#/components/schemas/Upload" },
+      url: { type: "string", description: "Where to PATCH the file's bytes (tus 1.0)" },
+      method: { type: "string", enum: ["PATCH"] },
+      headers: { type: "object", additionalProperties: { type: "string" }, description: "Headers to send with the PATCH, besides your own Authorization" },
+    },
+    { description: "An empty upload and how to send its bytes (docs/uploads.md)" },
+  ),
 } as const;
 
 /** Operations whose `data` is an array of the schema below (with `nextCursor` when the route takes a cursor). */
@@ -188,4 +197,6 @@ export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   getUsage: "UsageEntry",
   sendTestWebhook: "TestWebhookOutcome",
   getUpload: "Upload",
+  createUploadLink: "UploadLink",
+  uploadMedia: "Upload",
 };

@@ -201,3 +201,53 @@ describe("upload ids as job inputs", () => {
     expect(submitted).toEqual([expect.objectContaining({ inputs: { source: id } })]);
   });
 });
+
+describe("uploads for agents: create_upload and upload_media", () => {
+  it("creates an upload link whose PATCH completes the upload, and caps its size by plan", async () => {
+    const { base, callers, call } = await startGateway({ alice: "free" });
+    const json = { "content-type": "application/json" };
+    const tooLarge = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 100 * 1024 * 1024 + 1 }));
+    expect(tooLarge.status).toBe(413);
+    const created = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 5, filename: "a.srt" }));
+    expect(created.status).toBe(201);
+    const link = (await jsonOf(created)).data;
+    expect(link).toMatchObject({ method: "PATCH", headers: { "Tus-Resumable": "1.0.0", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream" }, upload: { size: 5, offset: 0, complete: false } });
+    expect(JSON.stringify(link)).not.toContain(callers.alice!.key);
+    // The link is on PUBLIC_URL (the default here); this gateway listens on a free port.
+    expect(link.url).toBe(`http://127.0.0.1:3000/uploads/${link.upload.id}`);
+    const patched = await fetch(`${base}/uploads/${link.upload.id}`, { method: "PATCH", headers: { ...link.headers, authorization: `Bearer ${callers.alice!.key}` }, body: "hello" });
+    expect(patched.status).toBe(204);
+    expect((await jsonOf(await call(callers.alice!, "GET", `/uploads/${link.upload.id}`))).data.complete).toBe(true);
+  });
+
+  it("stores a small file sent inline as a complete upload, and refuses more than 1 MB or bad base64", async () => {
+    const { callers, call } = await startGateway({ alice: "pro" });
+    const json = { "content-type": "application/json" };
+    const bytes = randomBytes(1024 * 1024);
+    const stored = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: bytes.toString("base64"), filename: "clip.bin" }));
+    expect(stored.status).toBe(201);
+    const upload = (await jsonOf(stored)).data;
+    expect(upload).toMatchObject({ size: bytes.length, offset: bytes.length, complete: true });
+    const directory = (gateway!.deps.uploads.dataStore as FileStore).directory;
+    expect((await readFile(join(directory, upload.id))).equals(bytes)).toBe(true);
+
+    const tooLarge = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: randomBytes(1024 * 1024 + 3).toString("base64") }));
+    expect(tooLarge.status).toBe(400);
+    const notBase64 = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: "not base64!" }));
+    expect((await jsonOf(notBase64)).error).toEqual({ code: "VALIDATION_ERROR", message: "body.contentBase64: must be base64" });
+  });
+
+  it("takes a 1 MB file inline through the MCP tool upload_media (the /mcp body limit leaves room for its base64)", async () => {
+    const { base, callers } = await startGateway({ alice: "pro" });
+    const bytes = randomBytes(1024 * 1024);
+    const response = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${callers.alice!.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "upload_media", arguments: { contentBase64: bytes.toString("base64"), filename: "clip.mp4" } } }),
+    });
+    expect(response.status).toBe(200);
+    const result = (await jsonOf(response)).result;
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(result.structuredContent.data).toMatchObject({ size: bytes.length, complete: true });
+  });
+});
