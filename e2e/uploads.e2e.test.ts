@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { createReadStream, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
+import { RenderbusClient } from "../packages/sdk/src/index.js";
 import { api, createOrg, makeTestVideo, repoRoot, waitFor } from "./helpers.js";
 
 /**
@@ -124,5 +126,39 @@ describe("uploads as job inputs", () => {
       const job = await finished(call, jobId);
       expect(job.status, JSON.stringify(job.error)).toBe("completed");
     }
+  }, 240_000);
+
+  it("uploads with the SDK, reporting progress, and `renderbus jobs submit transcode --file ./clip.mp4 --wait` completes", async () => {
+    const { key } = await createOrg(system.env, "pro", "SDK and CLI");
+    const path = join(mkdtempSync(join(tmpdir(), "rb-cli-file-")), "clip.mp4");
+    writeFileSync(path, clip);
+
+    const client = new RenderbusClient({ apiKey: key, baseUrl: system.gatewayUrl });
+    const progress: [number, number | null][] = [];
+    // Three PATCH requests, so progress moves in steps.
+    const upload = await client.uploads.upload(createReadStream(path), { filename: "clip.mp4", size: clip.length, chunkSize: Math.ceil(clip.length / 3), onProgress: (sent, total) => progress.push([sent, total]) });
+    expect(upload).toMatchObject({ size: clip.length, offset: clip.length, complete: true });
+    expect(progress.at(-1)).toEqual([clip.length, clip.length]);
+    expect(new Set(progress.map(([sent]) => sent)).size).toBeGreaterThan(2);
+    const inMemory = await client.uploads.upload(new Uint8Array(clip), { filename: "clip.mp4" });
+    expect(inMemory.complete).toBe(true);
+
+    const bin = join(repoRoot, "packages", "sdk", "bin", "renderbus.js");
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("RENDERBUS_")));
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+      const child = spawn(process.execPath, [bin, "--api-key", key, "--base-url", system.gatewayUrl, "jobs", "submit", "transcode", "--file", path, "--param", "width=160", "--wait", "--timeout", "120"], {
+        env: { ...env, RENDERBUS_CONFIG: join(tmpdir(), "rb-cli-none", "config.json") },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk) => (stdout += chunk));
+      child.stderr.on("data", (chunk) => (stderr += chunk));
+      child.on("close", (code) => done({ code, stdout, stderr }));
+    });
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stderr).toContain("Uploading clip.mp4: 100%");
+    expect(result.stderr).toMatch(/Uploaded clip\.mp4 as upload_[0-9A-Z]{26}/);
+    expect(result.stdout).toMatch(/job_\w+\s+transcode\s+completed/);
   }, 240_000);
 });
