@@ -38,7 +38,7 @@ const INSTRUCTIONS =
 export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, routes: RouteDefinition[]): void {
   const tools = buildMcpTools(routes);
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
-  const listing = tools.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema, annotations }));
+  const listing = tools.map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({ name, title, description, inputSchema, outputSchema, annotations }));
 
   // upload_media carries a file of up to 1 MB as base64 in its arguments (uploads.routes.ts).
   app.post(MCP_PATH, { bodyLimit: INLINE_UPLOAD_BODY_LIMIT + 64 * 1024 }, async (request, reply) => {
@@ -106,7 +106,7 @@ export function protectedResourceMetadata(deps: GatewayDeps) {
 
 /** One MCP server per HTTP request, bound to that request's credential (the SDK's stateless pattern). */
 function createServer(
-  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "annotations">>,
+  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "outputSchema" | "annotations">>,
   toolsByName: ReadonlyMap<string, McpTool>,
   context: Parameters<typeof callTool>[2],
 ): McpServer {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
 import { defineRoute } from "../http/route.js";
+import { list, one, page } from "./response-schemas.js";
 import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
@@ -31,6 +32,7 @@ export const jobRoutes = [
     successStatus: 201,
     body: jobSpec,
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
       await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "");
@@ -56,6 +58,7 @@ export const jobRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("Job"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.jobs.listJobs(query, { auth });
       return { data: page.jobs.map(presentJob), nextCursor: page.nextCursor ?? null };
@@ -70,6 +73,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
+    response: one("Job"),
     handler: async ({ params, auth }, deps) => ({
       data: presentJob(await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }))),
     }),
@@ -83,6 +87,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "CONFLICT"],
+    response: one("Job"),
     handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.cancelJob({ jobId: params.jobId }, { auth })) }),
   }),
   defineRoute({
@@ -95,6 +100,7 @@ export const jobRoutes = [
     successStatus: 201,
     body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
       await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`);
@@ -115,6 +121,7 @@ export const jobRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("Batch"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.jobs.listBatches(query, { auth });
       return { data: page.batches.map(presentBatch), nextCursor: page.nextCursor ?? null };
@@ -129,6 +136,7 @@ export const jobRoutes = [
     tag: "batches",
     params: z.strictObject({ batchId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
+    response: one("Batch"),
     handler: async ({ params, auth }, deps) => ({ data: presentBatch(await deps.jobs.getBatch({ batchId: params.batchId }, { auth })) }),
   }),
   defineRoute({
@@ -139,6 +147,7 @@ export const jobRoutes = [
     description: "Every job type with its inputs, params JSON Schema, plan availability and price rule.",
     tag: "jobs",
     errors: [],
+    response: list("JobType"),
     handler: async ({ auth }, deps) => {
       const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
       return { data: jobTypes.map(presentJobType) };
@@ -153,6 +162,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ type: z.string().min(1).max(64).describe("Job type name, e.g. transcode") }),
     errors: ["NOT_FOUND"],
+    response: one("JobType"),
     handler: async ({ params, auth }, deps) => {
       const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
       const jobType = jobTypes.find((candidate) => candidate.name === params.type);

@@ -3,6 +3,7 @@ import { AppError, notFound } from "@renderbus/errors";
 import { planOf } from "@renderbus/plans";
 import type { UploadDescription } from "@renderbus/uploads";
 import { defineRoute } from "../http/route.js";
+import { one } from "../routes/response-schemas.js";
 import { UPLOADS_PATH } from "./tus-server.js";
 
 /** The largest file `upload_media` takes inline (decoded); larger files go through tus (`create_upload`). */
@@ -28,6 +29,7 @@ export const uploadRoutes = [
     tag: "uploads",
     successStatus: 201,
     mcpTool: "create_upload",
+    response: one("UploadLink"),
     body: z.strictObject({ size: z.number().int().min(1).describe("The file's size in bytes"), filename }),
     errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
     handler: async ({ body, auth }, deps) => {
@@ -54,6 +56,7 @@ export const uploadRoutes = [
     tag: "uploads",
     successStatus: 201,
     mcpTool: "upload_media",
+    response: one("Upload"),
     bodyLimit: INLINE_UPLOAD_BODY_LIMIT,
     body: z.strictObject({
       contentBase64: z.string().min(1).max(Math.ceil((INLINE_UPLOAD_MAX_BYTES * 4) / 3) + 4).describe("The file's bytes, base64 (at most 1 MB decoded)"),
@@ -81,6 +84,7 @@ export const uploadRoutes = [
     tag: "uploads",
     params: z.strictObject({ uploadId: z.string().min(1).max(100).describe("An upload_ id") }),
     errors: ["NOT_FOUND"],
+    response: one("Upload"),
     // HEAD /uploads/{id} is tus' offset request (uploads.protocol.ts), not this route's headers.
     exposeHead: false,
     handler: async ({ params, auth }, deps) => {
