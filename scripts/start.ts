@@ -56,6 +56,7 @@ const system = await startSystem({
   redisUrl: infra.redisUrl,
   gatewayPort: Number(process.env.GATEWAY_PORT ?? 3000),
   outputDir: process.env.OUTPUT_DIR ?? join(dataDir, "outputs"),
+  uploadDir: process.env.UPLOAD_DIR ?? join(dataDir, "uploads"),
   env: {
     // The gateway's Prometheus port at its usual place (startSystem otherwise takes a free one, as tests need).
     GATEWAY_METRICS_PORT: "9464",

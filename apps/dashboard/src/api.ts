@@ -45,7 +45,7 @@ function csrfToken(): string | undefined {
  * writes without it. The gateway sets the cookie on any signed-in API response; a write before any such response
  * (rare: right after signing in) fetches `/me` first to get it.
  */
-async function csrfHeader(method: string, path: string): Promise<Record<string, string>> {
+export async function csrfHeader(method: string, path: string): Promise<Record<string, string>> {
   if (SAFE_METHODS.has(method) || path.startsWith("/auth/")) return {};
   let token = csrfToken();
   if (token === undefined) {

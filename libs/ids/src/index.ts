@@ -2,7 +2,7 @@ import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulidx";
 
 /** Id prefixes of the API's objects. */
-export const ID_PREFIXES = ["job", "batch", "key", "org", "usr", "del", "evt", "led", "att", "ep"] as const;
+export const ID_PREFIXES = ["job", "batch", "key", "org", "usr", "del", "evt", "led", "att", "ep", "upload"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /** A prefixed id: the prefix is part of the type, so an `Id<"job">` cannot be passed where an `Id<"org">` is expected. */

@@ -70,11 +70,17 @@ describe("validateInputs", () => {
     expect(validateInputs("watermark.add", { source: "https://a.example/v.mp4" })).toEqual({ ok: true });
   });
 
+  it("accepts upload ids and refuses other prefixed strings", () => {
+    expect(validateInputs("transcode", { source: "upload_01JBQ0000000000000000000AB" })).toEqual({ ok: true });
+    expect(validateInputs("transcode", { source: "upload_../../etc/passwd" }).ok).toBe(false);
+    expect(validateInputs("transcode", { source: "job_01JBQ0000000000000000000AB" }).ok).toBe(false);
+  });
+
   it("rejects missing, unknown and non-http inputs", () => {
     expect(validateInputs("caption.burn", { source: "https://a.example/v.mp4" })).toEqual({ ok: false, message: "inputs.subtitles: is required" });
     expect(validateInputs("transcode", { source: "https://a.example/v.mp4", extra: "https://x" })).toEqual({ ok: false, message: "inputs.extra: is not an input of transcode" });
-    expect(validateInputs("transcode", { source: "file:///etc/passwd" })).toEqual({ ok: false, message: "inputs.source: must be an http or https URL" });
-    expect(validateInputs("transcode", { source: 42 })).toEqual({ ok: false, message: "inputs.source: must be an http or https URL" });
+    expect(validateInputs("transcode", { source: "file:///etc/passwd" })).toEqual({ ok: false, message: "inputs.source: must be an http or https URL or an upload id (upload_...)" });
+    expect(validateInputs("transcode", { source: 42 })).toEqual({ ok: false, message: "inputs.source: must be an http or https URL or an upload id (upload_...)" });
     expect(validateInputs("transcode", ["x"])).toEqual({ ok: false, message: "inputs: must be an object" });
   });
 });

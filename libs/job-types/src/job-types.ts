@@ -10,7 +10,7 @@ export const JOB_TYPE_NAMES = [
 ] as const;
 export type JobTypeName = (typeof JOB_TYPE_NAMES)[number];
 
-/** One input a job type takes: `inputs[name]` is an http(s) URL. */
+/** One input a job type takes: `inputs[name]` is an http(s) URL or an upload id (`upload_...`, docs/uploads.md). */
 export interface JobTypeInput {
   name: string;
   required: boolean;
@@ -33,7 +33,7 @@ export interface JobTypeDefinition {
   price: string;
 }
 
-const SOURCE: JobTypeInput = { name: "source", required: true, description: "URL (http/https) of the source media" };
+const SOURCE: JobTypeInput = { name: "source", required: true, description: "URL (http/https) of the source media, or an upload id (upload_...)" };
 const PER_10S_VIDEO = "1 credit per started 10 s of output video up to 720p, 2 up to 1080p, 4 above; minimum 1 credit";
 
 function define(
@@ -94,7 +94,7 @@ export const JOB_TYPES: Record<JobTypeName, JobTypeDefinition> = {
   "watermark.add": define({
     name: "watermark.add",
     description: "Overlay a text or an image watermark on a video",
-    inputs: [SOURCE, { name: "image", required: false, description: "URL (http/https) of a watermark image (PNG with alpha works best)" }],
+    inputs: [SOURCE, { name: "image", required: false, description: "URL (http/https) or upload id (upload_...) of a watermark image (PNG with alpha works best)" }],
     paramsSchema: watermarkAddParams,
     output: "video",
     tier: "all",
@@ -103,7 +103,7 @@ export const JOB_TYPES: Record<JobTypeName, JobTypeDefinition> = {
   "caption.burn": define({
     name: "caption.burn",
     description: "Burn SRT or WebVTT subtitles into a video",
-    inputs: [SOURCE, { name: "subtitles", required: true, description: "URL (http/https) of an SRT or WebVTT file" }],
+    inputs: [SOURCE, { name: "subtitles", required: true, description: "URL (http/https) or upload id (upload_...) of an SRT or WebVTT file" }],
     paramsSchema: captionBurnParams,
     output: "video",
     tier: "all",

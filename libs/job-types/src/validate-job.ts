@@ -1,3 +1,4 @@
+import { isId } from "@renderbus/ids";
 import type { z } from "zod";
 import { JOB_TYPES, type JobTypeName } from "./job-types.js";
 
@@ -53,7 +54,15 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-/** Checks a job's inputs: every required input present, no unknown input, each an http(s) URL. */
+/** An upload id (`upload_<ULID>`, docs/uploads.md): a job input may name a finished upload instead of a URL. */
+export function isUploadId(value: string): boolean {
+  return isId("upload", value);
+}
+
+/**
+ * Checks a job's inputs: every required input present, no unknown input, each an http(s) URL or an upload id (the
+ * gateway checks the upload is the caller's, complete and unexpired; the worker reads it from the upload store).
+ */
 export function validateInputs(type: JobTypeName, inputs: unknown): { ok: true } | { ok: false; message: string } {
   const value = inputs ?? {};
   if (typeof value !== "object" || Array.isArray(value)) return { ok: false, message: "inputs: must be an object" };
@@ -70,8 +79,8 @@ export function validateInputs(type: JobTypeName, inputs: unknown): { ok: true }
       if (input.required) return { ok: false, message: `inputs.${input.name}: is required` };
       continue;
     }
-    if (typeof url !== "string" || url.length > 2048 || !isHttpUrl(url)) {
-      return { ok: false, message: `inputs.${input.name}: must be an http or https URL` };
+    if (typeof url !== "string" || url.length > 2048 || !(isHttpUrl(url) || isUploadId(url))) {
+      return { ok: false, message: `inputs.${input.name}: must be an http or https URL or an upload id (upload_...)` };
     }
   }
   return { ok: true };

@@ -59,6 +59,8 @@ export interface SystemOptions {
   /** Fixed gateway port (npm start uses 3000); tests take a free one. */
   gatewayPort?: number;
   outputDir: string;
+  /** The gateway's and worker's shared UPLOAD_DIR (docs/uploads.md); default: `<outputDir>-uploads`. */
+  uploadDir?: string;
   /** Extra environment for every service (MODE, retry schedule, ...). */
   env?: Record<string, string>;
   /** Each line a service prints, with its name. */
@@ -112,6 +114,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     WEBHOOKS_GRPC_PORT: String(webhooksGrpc),
     WEBHOOKS_GRPC_ADDRESS: `127.0.0.1:${webhooksGrpc}`,
     OUTPUT_DIR: options.outputDir,
+    UPLOAD_DIR: options.uploadDir ?? `${options.outputDir}-uploads`,
     // Inputs and webhook receivers of tests (and npm start's demo) are on 127.0.0.1: lift the SSRF guards, except in
     // production mode, whose systems (the security suite) keep them unless a test lifts them itself.
     ...(options.env?.MODE === "production" ? {} : { ALLOW_PRIVATE_ADDRESSES: "true" }),

@@ -2,6 +2,7 @@ import { Transport, type RetryOptions } from "./transport.js";
 import { PageIterator } from "./pagination.js";
 import { readEventStream, type ServerSentEvent } from "./event-stream.js";
 import { waitForJob, watchJob, type WaitForJobOptions } from "./wait-for-job.js";
+import { uploadFile, type UploadFileOptions, type UploadSource } from "./upload-file.js";
 import type {
   ApiKey,
   Balance,
@@ -25,6 +26,8 @@ import type {
   TestWebhookOutcome,
   UpdateEndpointParams,
   UpdateOrgWebhookParams,
+  Upload,
+  UploadLink,
   UsageEntry,
 } from "./types.js";
 
@@ -112,6 +115,23 @@ export class RenderbusClient {
     list: (params: ListBatchesParams = {}): PageIterator<Batch> => this.list<Batch, ListBatchesParams>("/batches", params),
     /** getBatch: `GET /batches/{batch_id}`. */
     get: (batchId: string): Promise<Batch> => this.data({ method: "GET", path: `/batches/${enc(batchId)}` }),
+  };
+
+  readonly uploads = {
+    /**
+     * Uploads a file with tus (`POST /uploads`, then PATCH): resumes from the server's offset after a dropped
+     * connection and resolves with the complete upload; pass its id as a job input (`inputs: { source: upload.id }`).
+     * `onProgress(sent, total)` follows the bytes the server accepted.
+     */
+    upload: (source: UploadSource, options: UploadFileOptions = {}): Promise<Upload> => uploadFile(this.transport, (id) => this.uploads.get(id), source, options),
+    /** getUpload: `GET /uploads/{upload_id}`: size, bytes received, complete, expiry. */
+    get: (uploadId: string): Promise<Upload> => this.data({ method: "GET", path: `/uploads/${enc(uploadId)}` }),
+    /** createUploadLink: `POST /upload-links`: an empty upload of `size` bytes and where to PATCH them (tus). */
+    createLink: (size: number, filename?: string): Promise<UploadLink> =>
+      this.data({ method: "POST", path: "/upload-links", body: { size, ...(filename ? { filename } : {}) } }),
+    /** uploadMedia: `POST /uploads/inline`: a file of at most 1 MB in one request, complete at once. */
+    uploadInline: (bytes: Uint8Array, filename?: string): Promise<Upload> =>
+      this.data({ method: "POST", path: "/uploads/inline", body: { contentBase64: Buffer.from(bytes).toString("base64"), ...(filename ? { filename } : {}) } }),
   };
 
   readonly jobTypes = {

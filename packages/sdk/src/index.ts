@@ -7,6 +7,7 @@ export { RenderbusError, RenderbusConnectionError, WaitTimeoutError } from "./er
 export { PageIterator } from "./pagination.js";
 export type { RetryOptions } from "./transport.js";
 export type { WaitForJobOptions } from "./wait-for-job.js";
+export type { UploadFileOptions, UploadSource } from "./upload-file.js";
 export {
   verifyWebhook,
   constructWebhookEvent,

@@ -23,6 +23,8 @@ import type {
   SubmittedBatch,
   TestWebhookOutcome,
   UpdateOrgWebhookParams,
+  Upload,
+  UploadLink,
   UsageEntry,
   WebhookPayload,
 } from "./types.js";
@@ -67,6 +69,9 @@ export type SdkTypesMatchOpenApi = [
   Assert<Same<Page<Delivery>, Success<"listWebhookDeliveries">>>,
   Assert<Same<Delivery, Data<"retryWebhookDelivery">>>,
   Assert<Same<TestWebhookOutcome, Data<"sendTestWebhook">>>,
+  Assert<Same<Upload, Data<"getUpload">>>,
+  Assert<Same<Upload, Data<"uploadMedia">>>,
+  Assert<Same<UploadLink, Data<"createUploadLink">>>,
   // Request bodies and query parameters.
   Assert<Same<JobSpec, RequestBody<"submitJob">>>,
   Assert<Same<{ jobs: JobSpec[] }, RequestBody<"submitBatch">>>,

@@ -55,8 +55,8 @@ export interface Job {
   cost: { credits: number; breakdown: string } | null;
   error: { code: string; message: string } | null;
   timing: { createdAt: number; dispatchedAt: number | null; startedAt: number | null; completedAt: number | null };
-  /** Live progress while running, 100% once completed, null otherwise (and from gateways older than progress). */
-  progress?: JobProgress | null;
+  /** Live progress while running, 100% once completed, null otherwise. */
+  progress: JobProgress | null;
   webhookDeliveries: JobWebhookDelivery[];
 }
 
@@ -93,6 +93,27 @@ export interface Batch {
   status: "running" | "completed";
   counts: Record<JobStatus, number>;
   timing: { createdAt: number; completedAt: number | null };
+}
+
+/** A resumable upload (tus 1.0); use its id as a job input (`inputs.source`) once complete. */
+export interface Upload {
+  id: string;
+  /** Declared size in bytes; null while deferred. */
+  size: number | null;
+  /** Bytes received so far. */
+  offset: number;
+  complete: boolean;
+  createdAt: number;
+  /** The upload is deleted then (24 h after creation by default). */
+  expiresAt: number;
+}
+
+/** An empty upload and how to send its bytes: PATCH `url` with `headers` and your own Authorization. */
+export interface UploadLink {
+  upload: Upload;
+  url: string;
+  method: "PATCH";
+  headers: Record<string, string>;
 }
 
 export interface JobType {

@@ -19,6 +19,7 @@ import { buildOpenApiDocument } from "./openapi/openapi-document.js";
 import { registerResponseCheck } from "./http/response-check.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
+import { registerUploadProtocol } from "./uploads/uploads.protocol.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -79,6 +80,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, deps);
   await registerAuthProxy(app, deps);
   registerOutputRoutes(app, deps);
+  registerUploadProtocol(app, deps);
   registerJobEventStream(app, deps);
   registerWebhookEventStream(app, deps);
   registerOpenApiRoutes(app, deps);
@@ -99,6 +101,8 @@ function registerRoute(
   app.route({
     method: route.method,
     url: route.url,
+    ...(route.exposeHead === false ? { exposeHeadRoute: false } : {}),
+    ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
     handler: async (request, reply) => {
       const auth = await authenticate(request, reply, deps);
       const params = parseRequestPart(route.params, request.params, "path");

@@ -53,6 +53,13 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
   REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
   OUTPUT_DIR: z.string().default(".data/outputs"),
+  /**
+   * Where tus uploads are stored (docs/uploads.md). Workers read finished uploads from the same directory: give them
+   * the same path (one machine, or a shared volume).
+   */
+  UPLOAD_DIR: z.string().default(".data/uploads"),
+  /** Hours an upload is kept after its creation, finished or not; a job must be submitted with it before then. */
+  UPLOAD_RETENTION_HOURS: z.coerce.number().positive().default(24),
   /** HMAC key of download URLs; must equal the worker's. Required in production (the default is refused there). */
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */

@@ -5,6 +5,7 @@ import type { PromiseClient } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { Plan, PlanName } from "@renderbus/plans";
 import type { OutputStore } from "@renderbus/storage";
+import type { UploadStore } from "@renderbus/uploads";
 import type { GatewayConfig } from "./config.js";
 import type { CredentialResolver } from "./auth/credential-resolver.js";
 import type { RateLimiter } from "./auth/rate-limiter.js";
@@ -27,6 +28,7 @@ export interface GatewayDeps {
   credentials: CredentialResolver;
   rateLimiter: RateLimiter;
   outputs: OutputStore;
+  uploads: UploadStore;
   jobEvents: JobEventHub;
   /** Running jobs' live progress (absent in gateways built without NATS: every job then shows none while running). */
   jobProgress?: JobProgressHub;

@@ -5,6 +5,7 @@ import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createMetricsRegistry, instrumentHttpServer, startMetricsServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
 import { createLocalOutputStore } from "@renderbus/storage";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import type { GatewayConfig } from "./config.js";
 import type { GatewayDeps } from "./deps.js";
 import { buildApp } from "./app.js";
@@ -14,6 +15,9 @@ import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
 import { JobProgressHub } from "./sse/job-progress-hub.js";
 import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
+
+/** How often expired uploads are looked for. */
+const UPLOAD_SWEEP_INTERVAL_MS = 10 * 60_000;
 
 export interface GatewayService {
   port: number;
@@ -60,11 +64,20 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     credentials,
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
     outputs: createLocalOutputStore(config.OUTPUT_DIR),
+    uploads: createLocalUploadStore({ directory: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: new JobEventHub(bus),
     jobProgress: new JobProgressHub(bus),
     finishedJobs,
     metrics: metrics ?? createMetricsRegistry("gateway"),
   };
+  // Uploads end with their retention (docs/uploads.md); every replica sweeps, a removal already done is skipped.
+  const sweepUploads = setInterval(() => {
+    deps.uploads.deleteExpired().then(
+      (deleted) => deleted > 0 && logger.info({ deleted }, "expired uploads deleted"),
+      (error: unknown) => logger.warn({ err: error }, "could not delete expired uploads"),
+    );
+  }, UPLOAD_SWEEP_INTERVAL_MS);
+  sweepUploads.unref();
   const app = await buildApp(deps);
   // A span per request (the root of a job's trace) and request rate/latency by route on /metrics.
   instrumentHttpServer(app, deps.metrics);
@@ -82,6 +95,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     metricsPort: metricsServer.port,
     stop: async () => {
       // Stop taking requests, let in-flight ones finish, then close clients.
+      clearInterval(sweepUploads);
       await app.close();
       await metricsServer.close();
       stopRevoked();

@@ -16,6 +16,13 @@ export const workerConfigSchema = commonConfigSchema.extend({
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
   /** Local output store; the gateway serves downloads from the same directory. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
+  /**
+   * Where inputs given as upload ids are read (docs/uploads.md): the gateway's UPLOAD_DIR, the same directory on one
+   * machine or a volume both mount.
+   */
+  UPLOAD_DIR: z.string().default(".data/uploads"),
+  /** Must equal the gateway's: an upload older than this is refused (it is being deleted). */
+  UPLOAD_RETENTION_HOURS: z.coerce.number().positive().default(24),
   /** HMAC key of download URLs; must equal the gateway's. Required in production (the default is refused there). */
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** Base URL of the gateway, the host of download links. */

@@ -1,5 +1,6 @@
-import { useMemo, useRef, useState, type FormEvent } from "react";
+import { useMemo, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api } from "../api";
+import { startUpload } from "../upload";
 import { fieldsFromSchema, initialValues, labelFor, paramsFromValues, type FormField, type FormValues } from "../schema-form";
 import { Link, useRouter } from "../router";
 import { useSession } from "../session";
@@ -19,7 +20,8 @@ export function NewJobPage() {
     <>
       <PageHeader title="New job">
         <p className="muted">
-          Pick what to make, point it at your media by URL, and submit. You can follow the job live on the next page.
+          Pick what to make, point it at your media by URL or drop a file from your computer, and submit. You can follow
+          the job live on the next page.
         </p>
       </PageHeader>
       <ErrorMessage error={jobTypes.error} title="Could not load job types" />
@@ -59,6 +61,8 @@ function JobForm({ jobType }: { jobType: JobType }) {
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  const [uploading, setUploading] = useState<Record<string, boolean>>({});
+  const anyUploading = Object.values(uploading).some(Boolean);
   // One idempotency key per filled-in form: a double click or a retry after a network error cannot make two jobs.
   const idempotencyKey = useRef(crypto.randomUUID());
   const lastBody = useRef("");
@@ -107,20 +111,26 @@ function JobForm({ jobType }: { jobType: JobType }) {
           <legend>Inputs</legend>
           {jobType.inputs.map((name) => (
             <div className="field" key={name}>
-              <label htmlFor={`input-${name}`}>{labelFor(name)} URL</label>
+              <label htmlFor={`input-${name}`}>{labelFor(name)} URL or upload</label>
               <input
                 id={`input-${name}`}
                 name={`input-${name}`}
-                type="url"
+                type="text"
                 inputMode="url"
                 placeholder="https://example.com/media.mp4"
                 value={inputs[name] ?? ""}
-                onChange={(event) => setInputs({ ...inputs, [name]: event.target.value })}
+                onChange={(event) => setInputs((current) => ({ ...current, [name]: event.target.value }))}
                 aria-describedby={`input-${name}-hint`}
               />
               <p className="hint" id={`input-${name}-hint`}>
-                A public http(s) link Renderbus can download.
+                A public http(s) link Renderbus can download, or a file you drop below (uploads resume after a network drop
+                and are kept 24 hours).
               </p>
+              <FileDrop
+                name={name}
+                onUploading={(active) => setUploading((current) => ({ ...current, [name]: active }))}
+                onUploaded={(uploadId) => setInputs((current) => ({ ...current, [name]: uploadId }))}
+              />
             </div>
           ))}
         </fieldset>
@@ -166,14 +176,93 @@ function JobForm({ jobType }: { jobType: JobType }) {
 
       <ErrorMessage error={error} title="The job was not submitted" />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={busy}>
-          {busy ? "Submitting…" : "Submit job"}
+        <button type="submit" className="button button-primary" disabled={busy || anyUploading}>
+          {busy ? "Submitting…" : anyUploading ? "Uploading…" : "Submit job"}
         </button>
         <Link to="/jobs" className="button button-quiet">
           Cancel
         </Link>
       </div>
     </form>
+  );
+}
+
+interface UploadState {
+  filename: string;
+  sent: number;
+  total: number;
+  status: "uploading" | "retrying" | "done" | "failed";
+  message?: string;
+}
+
+const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/**
+ * A drop zone (and file picker) for one input: uploads the file with tus and a progress bar, keeps going after a
+ * network drop from the server's offset, and hands the upload's id to the form as the input.
+ */
+function FileDrop({ name, onUploading, onUploaded }: { name: string; onUploading(active: boolean): void; onUploaded(uploadId: string): void }) {
+  const [state, setState] = useState<UploadState>();
+  const [over, setOver] = useState(false);
+  const current = useRef<{ abort(): void } | undefined>(undefined);
+
+  const begin = (file: File | undefined) => {
+    if (!file) return;
+    current.current?.abort();
+    setState({ filename: file.name, sent: 0, total: file.size, status: "uploading" });
+    onUploading(true);
+    void startUpload(file, {
+      onProgress: (sent, total) => setState((previous) => previous && { ...previous, sent, total, status: "uploading" }),
+      onRetry: () => setState((previous) => previous && { ...previous, status: "retrying" }),
+      onSuccess: (uploadId) => {
+        setState((previous) => previous && { ...previous, sent: previous.total, status: "done" });
+        onUploaded(uploadId);
+        onUploading(false);
+      },
+      onError: (message) => {
+        setState((previous) => previous && { ...previous, status: "failed", message });
+        onUploading(false);
+      },
+    }).then((handle) => {
+      current.current = handle;
+    });
+  };
+  const drop = (event: DragEvent<HTMLLabelElement>) => {
+    event.preventDefault();
+    setOver(false);
+    begin(event.dataTransfer.files[0]);
+  };
+  const percent = state && state.total > 0 ? Math.floor((state.sent / state.total) * 100) : 0;
+  return (
+    <div className="file-drop-field">
+      <label
+        className={`file-drop${over ? " file-drop-over" : ""}`}
+        htmlFor={`file-${name}`}
+        onDragOver={(event) => {
+          event.preventDefault();
+          setOver(true);
+        }}
+        onDragLeave={() => setOver(false)}
+        onDrop={drop}
+      >
+        Drop a file here, or choose one
+        <input id={`file-${name}`} type="file" className="visually-hidden" onChange={(event) => begin(event.target.files?.[0])} />
+      </label>
+      {state ? (
+        <div className="upload-progress" role="status" aria-live="polite">
+          <progress max={100} value={percent} aria-label={`Upload of ${state.filename}`} />
+          <span>
+            {state.status === "done"
+              ? `Uploaded ${state.filename} (${megabytes(state.total)})`
+              : state.status === "failed"
+                ? `Upload of ${state.filename} failed: ${state.message ?? ""}`
+                : state.status === "retrying"
+                  ? `Connection lost at ${percent}%, resuming…`
+                  : `Uploading ${state.filename}: ${percent}% (${megabytes(state.sent)} of ${megabytes(state.total)})`}
+          </span>
+        </div>
+      ) : null}
+    </div>
   );
 }
 

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { createReadStream, readFileSync, statSync } from "node:fs";
+import { basename } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { RenderbusClient } from "../client.js";
@@ -6,7 +7,7 @@ import { JOB_STATUSES, type JobSpec, type JobStatus } from "../types.js";
 import { configPath, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.js";
 import { EXIT, ExitError, UsageError } from "./exit-codes.js";
 import { batchLines, batchesTable, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
-import { JobProgress } from "./progress.js";
+import { JobProgress, UploadProgress } from "./progress.js";
 import { listenAndForward, newListenSecret } from "./webhooks-listen.js";
 
 interface GlobalOptions {
@@ -16,6 +17,28 @@ interface GlobalOptions {
 }
 
 const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"];
+
+/** Uploads a local file with a progress bar and returns the upload's id. @throws UsageError when it is not a readable file. */
+async function uploadLocalFile(client: RenderbusClient, output: Output, path: string): Promise<string> {
+  let size: number;
+  try {
+    const stats = statSync(path);
+    if (!stats.isFile()) throw new Error("not a file");
+    size = stats.size;
+  } catch {
+    throw new UsageError(`--file: ${path} is not a readable file`);
+  }
+  const progress = new UploadProgress(output, basename(path));
+  try {
+    const upload = await client.uploads.upload(createReadStream(path), { filename: basename(path), size, onProgress: (sent, total) => progress.update(sent, total) });
+    progress.stop();
+    if (!output.json) output.err(`Uploaded ${basename(path)} as ${upload.id}`);
+    return upload.id;
+  } catch (error) {
+    progress.stop();
+    throw error;
+  }
+}
 
 /** The `renderbus` command tree. `main.ts` runs it and turns errors into exit codes. */
 export function buildProgram(): Command {
@@ -59,9 +82,10 @@ export function buildProgram(): Command {
   const jobs = program.command("jobs").description("Submit, list, inspect, cancel and watch jobs");
   jobs
     .command("submit")
-    .description("Submit a job, e.g. `renderbus jobs submit thumbnail --input source=https://... --param timestamp=1 --wait`")
+    .description("Submit a job, e.g. `renderbus jobs submit thumbnail --input source=https://... --param timestamp=1 --wait` or `renderbus jobs submit transcode --file ./clip.mp4 --wait`")
     .argument("<type>", "job type (see GET /job-types)")
-    .option("-i, --input <name=url>", "an input URL (repeatable)", collect, [])
+    .option("-i, --input <name=url>", "an input URL or upload id (repeatable)", collect, [])
+    .option("-f, --file <[name=]path>", "upload a local file (resumable, with a progress bar) and use it as an input, `source` unless named (repeatable)", collect, [])
     .option("-p, --param <key=value>", "a parameter; the value is parsed as JSON when it can be (repeatable)", collect, [])
     .option("--params <json>", "all parameters as a JSON object")
     .option("--metadata <json>", "your own data as a JSON object")
@@ -71,9 +95,14 @@ export function buildProgram(): Command {
     .action(async (type: string, options, command: Command) => {
       const output = outputOf(command);
       const client = clientOf(command);
+      const uploaded: Record<string, string> = {};
+      for (const file of options.file as string[]) {
+        const [name, path] = /^[a-z][a-z0-9_]*=/i.test(file) ? splitPair(file, "--file") : ["source", file];
+        uploaded[name] = await uploadLocalFile(client, output, path);
+      }
       const spec: JobSpec = {
         type,
-        inputs: Object.fromEntries(options.input.map((pair: string) => splitPair(pair, "--input"))),
+        inputs: { ...Object.fromEntries(options.input.map((pair: string) => splitPair(pair, "--input"))), ...uploaded },
         params: { ...(options.params ? jsonObject(options.params, "--params") : {}), ...Object.fromEntries(options.param.map((pair: string) => parseParam(pair))) },
         ...(options.metadata ? { metadata: jsonObject(options.metadata, "--metadata") } : {}),
       };

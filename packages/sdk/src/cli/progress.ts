@@ -9,10 +9,15 @@ const BAR_WIDTH = 24;
 export function progressBar(progress: Job["progress"], width = BAR_WIDTH): string {
   if (!progress || progress.percent === null) return "";
   const percent = Math.max(0, Math.min(100, progress.percent));
-  const filled = Math.round((percent / 100) * width);
   const eta = progress.etaMs !== null && percent < 100 ? `  ETA ${seconds(progress.etaMs)}` : "";
-  return `[${"█".repeat(filled)}${"░".repeat(width - filled)}] ${percent.toFixed(1)}%${eta}`;
+  return `[${bar(percent / 100, width)}] ${percent.toFixed(1)}%${eta}`;
 }
+
+/** `width` cells, the first `ratio` of them filled. */
+const bar = (ratio: number, width: number) => {
+  const filled = Math.round(ratio * width);
+  return `${"█".repeat(filled)}${"░".repeat(width - filled)}`;
+};
 
 /**
  * Live progress of one job on stderr: on a terminal, one line redrawn with a spinner, the status, a progress bar
@@ -53,6 +58,35 @@ export class JobProgress {
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    if (!this.output.json && this.output.interactive) process.stderr.write("\r\x1b[2K");
+  }
+}
+
+const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/**
+ * An upload's progress on stderr: on a terminal, a bar redrawn in place with the percentage and the bytes sent;
+ * otherwise a line every 10%. With --json, one JSON line per 10% on stdout.
+ */
+export class UploadProgress {
+  private lastDecile = -1;
+
+  constructor(private readonly output: Output, private readonly name: string) {}
+
+  update(sent: number, total: number | null): void {
+    const ratio = total ? Math.min(1, sent / total) : 0;
+    const decile = Math.floor(ratio * 10);
+    if (this.output.json) {
+      if (decile !== this.lastDecile) this.output.out(JSON.stringify({ upload: this.name, sent, total, at: Date.now() }));
+    } else if (this.output.interactive) {
+      process.stderr.write(`\r\x1b[2KUploading ${this.name} ${bar(ratio, BAR_WIDTH)} ${total ? `${Math.floor(ratio * 100)}%` : ""} ${megabytes(sent)}${total ? ` / ${megabytes(total)}` : ""}`);
+    } else if (decile !== this.lastDecile) {
+      this.output.err(`Uploading ${this.name}: ${Math.floor(ratio * 100)}% (${megabytes(sent)}${total ? ` of ${megabytes(total)}` : ""})`);
+    }
+    this.lastDecile = decile;
+  }
+
+  stop(): void {
     if (!this.output.json && this.output.interactive) process.stderr.write("\r\x1b[2K");
   }
 }

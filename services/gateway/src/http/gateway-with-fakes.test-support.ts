@@ -1,4 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { Redis } from "ioredis";
 import type { auth, jobs, webhooks } from "@renderbus/contracts";
@@ -6,6 +9,7 @@ import { loadPlans } from "@renderbus/plans";
 import type { PromiseClient } from "@renderbus/rpc";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
 import { testInfra } from "@renderbus/testing";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import { buildApp } from "../app.js";
 import { gatewayConfigSchema, type GatewayConfig } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
@@ -67,6 +71,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
     rateLimiter: new OneWindowRateLimiter(redis, 60_000, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
+    uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: { close: () => undefined },
     finishedJobs: new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS }),
     metrics: createMetricsRegistry("gateway-test"),

@@ -1,7 +1,11 @@
 import type { DestinationStream } from "pino";
 import type { FastifyInstance } from "fastify";
 import { AppError } from "@renderbus/errors";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { loadPlans } from "@renderbus/plans";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
 import { buildApp } from "../app.js";
 import { gatewayConfigSchema } from "../config.js";
@@ -22,6 +26,8 @@ export async function inertGatewayApp(
     plans: loadPlans(undefined),
     metrics: createMetricsRegistry("gateway-test"),
     jobEvents: { close: () => undefined },
+    // A tus server is built over the upload store at start-up; no upload request reaches it here.
+    uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: 3_600_000 }),
     bus: { listen: () => () => undefined, notify: () => undefined },
     // Limiters register their Lua scripts at start-up; no command ever runs here.
     redis: { defineCommand: () => undefined, status: "ready" },

@@ -40,6 +40,10 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
   response: ResponseBody;
   /** Error codes this route can answer with (documented in OpenAPI; UNAUTHORIZED/RATE_LIMITED/INTERNAL are implied). */
   errors: ErrorCode[];
+  /** Largest body in bytes, when this route takes more than the gateway's 1 MB (app.ts BODY_LIMIT). */
+  bodyLimit?: number;
+  /** false: no automatic HEAD twin of this GET route (another handler owns HEAD on the same path). */
+  exposeHead?: false;
   /** MCP tool name, or false for routes that make no sense as a tool (streams, downloads). */
   mcpTool?: string | false;
   /** Returns the response body (`{data}` or `{data, nextCursor}`); throw AppError for failures. */

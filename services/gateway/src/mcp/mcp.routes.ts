@@ -20,6 +20,7 @@ import {
   resolveMcpCredential,
 } from "./mcp-auth.js";
 import { MCP_SCOPES } from "./scopes.js";
+import { INLINE_UPLOAD_BODY_LIMIT } from "../uploads/uploads.routes.js";
 
 /** Better Auth runs under `/auth` of the public URL, which makes `<PUBLIC_URL>/auth` the OAuth issuer. */
 const AUTH_ISSUER_PATH = "/auth";
@@ -39,7 +40,8 @@ export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, route
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
   const listing = tools.map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({ name, title, description, inputSchema, outputSchema, annotations }));
 
-  app.post(MCP_PATH, async (request, reply) => {
+  // upload_media carries a file of up to 1 MB as base64 in its arguments (uploads.routes.ts).
+  app.post(MCP_PATH, { bodyLimit: INLINE_UPLOAD_BODY_LIMIT + 64 * 1024 }, async (request, reply) => {
     let auth: AuthContext;
     try {
       assertAllowedOrigin(request, deps);

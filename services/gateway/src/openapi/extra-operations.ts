@@ -1,13 +1,14 @@
 import type { ErrorCode } from "@renderbus/errors";
 
 /**
- * Public API routes that are not in the route table (`routes/index.ts`) because they stream or serve files. They are
+ * Public API routes that are not in the route table (`routes/index.ts`) because they stream, serve files or speak
+ * another protocol (tus at `/uploads`). They are
  * described here so the OpenAPI document covers every public route of the gateway; `openapi-document.test.ts` fails
  * when a registered route is in neither place. Operational endpoints (`/healthz`, `/readyz`, `/metrics`, this
  * document and `/docs`) are not API: they are listed in docs/operations.md.
  */
 export interface ExtraOperation {
-  method: "get" | "post";
+  method: "get" | "post" | "head" | "patch" | "delete";
   /** OpenAPI path syntax. */
   path: string;
   operationId: string;
@@ -17,11 +18,16 @@ export interface ExtraOperation {
   /** false for unauthenticated routes. */
   authenticated: boolean;
   parameters?: Record<string, unknown>[];
-  success: { status: number; description: string; content: Record<string, unknown> };
+  success: { status: number; description: string; content: Record<string, unknown>; headers?: Record<string, unknown> };
   errors: ErrorCode[];
 }
 
 const json = (schema: Record<string, unknown>) => ({ "application/json": { schema } });
+const tusHeader = (name: string, description: string, required = true) => ({ name, in: "header", required, schema: { type: "string" }, description });
+const TUS_RESUMABLE = tusHeader("Tus-Resumable", "The tus protocol version: 1.0.0");
+const UPLOAD_ID = { name: "uploadId", in: "path", required: true, schema: { type: "string" }, description: "An upload_ id" };
+const offsetHeader = { "Upload-Offset": { description: "Bytes received so far", schema: { type: "integer" } } };
+const TUS_NOTE = " Part of the tus 1.0 protocol (https://tus.io/protocols/resumable-upload): use a tus client (tus-js-client, the SDK's `client.uploads.upload`) rather than calling it by hand; see docs/uploads.md.";
 const eventStream = { "text/event-stream": { schema: { type: "string", description: "Server-Sent Events" } } };
 
 export const extraOperations: ExtraOperation[] = [
@@ -66,6 +72,55 @@ export const extraOperations: ExtraOperation[] = [
     ],
     success: { status: 200, description: "The output file", content: { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
     errors: ["UNAUTHORIZED", "NOT_FOUND"],
+  },
+  {
+    method: "post",
+    path: "/uploads",
+    operationId: "createUpload",
+    summary: "Create an upload (tus)",
+    description:
+      "Creates a resumable upload of `Upload-Length` bytes (at most the plan's max input size) and answers its URL in `Location`; the body may carry the first bytes (`Content-Type: application/offset+octet-stream`). The upload is kept 24 h by default; use its id as a job input once complete." + TUS_NOTE,
+    tag: "uploads",
+    authenticated: true,
+    parameters: [TUS_RESUMABLE, tusHeader("Upload-Length", "The file's size in bytes", false), tusHeader("Upload-Defer-Length", "1 when the size is not known yet", false), tusHeader("Upload-Metadata", "Comma-separated `key base64(value)` pairs, e.g. filename", false)],
+    success: { status: 201, description: "Created; `Location` is the upload's URL", content: {}, headers: { Location: { description: "The upload's URL", schema: { type: "string" } }, ...offsetHeader } },
+    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
+  },
+  {
+    method: "head",
+    path: "/uploads/{uploadId}",
+    operationId: "getUploadOffset",
+    summary: "Get an upload's offset (tus)",
+    description: "The bytes received so far (`Upload-Offset`) and the declared length (`Upload-Length`): where an interrupted upload resumes." + TUS_NOTE,
+    tag: "uploads",
+    authenticated: true,
+    parameters: [UPLOAD_ID, TUS_RESUMABLE],
+    success: { status: 200, description: "The upload's offset", content: {}, headers: { ...offsetHeader, "Upload-Length": { description: "Declared size", schema: { type: "integer" } } } },
+    errors: ["NOT_FOUND"],
+  },
+  {
+    method: "patch",
+    path: "/uploads/{uploadId}",
+    operationId: "appendToUpload",
+    summary: "Append to an upload (tus)",
+    description: "Writes the body at `Upload-Offset`, which must equal the upload's current offset (409 otherwise). Send as many PATCH requests as you like: each counts once against the rate limit." + TUS_NOTE,
+    tag: "uploads",
+    authenticated: true,
+    parameters: [UPLOAD_ID, TUS_RESUMABLE, tusHeader("Upload-Offset", "The upload's current offset")],
+    success: { status: 204, description: "Written; `Upload-Offset` is the new offset", content: {}, headers: offsetHeader },
+    errors: ["VALIDATION_ERROR", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE"],
+  },
+  {
+    method: "delete",
+    path: "/uploads/{uploadId}",
+    operationId: "deleteUpload",
+    summary: "Delete an upload (tus termination)",
+    description: "Deletes the upload and its bytes." + TUS_NOTE,
+    tag: "uploads",
+    authenticated: true,
+    parameters: [UPLOAD_ID, TUS_RESUMABLE],
+    success: { status: 204, description: "Deleted", content: {} },
+    errors: ["NOT_FOUND"],
   },
   {
     method: "post",

@@ -2,7 +2,11 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { ERROR_CODES } from "@renderbus/errors";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { loadPlans } from "@renderbus/plans";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
 import { buildApp } from "../app.js";
 import { gatewayConfigSchema } from "../config.js";
@@ -54,6 +58,8 @@ async function gatewayApp() {
     plans: loadPlans(undefined),
     metrics: createMetricsRegistry("openapi-test"),
     jobEvents: { close: () => undefined },
+    // A tus server is built over the upload store at start-up; no upload request reaches it here.
+    uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: 3_600_000 }),
     // Limiters register their Lua scripts and SSE streams subscribe to revocations at start-up; nothing runs here.
     redis: { defineCommand: () => undefined },
     bus: { listen: () => () => undefined },
@@ -63,10 +69,13 @@ async function gatewayApp() {
   return app;
 }
 
-/** [METHOD, OpenAPI path] of every route the app serves (HEAD and OPTIONS are implied by GET / CORS). */
+/**
+ * [METHOD, OpenAPI path] of every route the app serves (HEAD and OPTIONS are implied by GET / CORS, except tus' HEAD
+ * offset request on an upload, an operation of its own).
+ */
 function registeredRoutes(): [string, string][] {
   return seenRoutes
-    .filter(({ method }) => method !== "HEAD" && method !== "OPTIONS")
+    .filter(({ method, url }) => method !== "OPTIONS" && (method !== "HEAD" || url === "/uploads/:uploadId"))
     .map(({ method, url }) => [method, openApiPath(url.replace(/\*$/, "{key}"))] as [string, string]);
 }
 
@@ -154,8 +163,9 @@ describe("the OpenAPI document at /openapi.json", () => {
         expect(typeof target, `${operation.operationId}: client.${call}`).toBe("function");
       }
     }
-    // The signed download link and MCP are not SDK methods: a browser or an MCP client uses them.
-    expect(withoutSdk.sort()).toEqual(["downloadOutput", "mcp"]);
+    // The signed download link and MCP are not SDK methods: a browser or an MCP client uses them; the tus requests
+    // after an upload's creation are made by a tus client.
+    expect(withoutSdk.sort()).toEqual(["appendToUpload", "createUpload", "deleteUpload", "downloadOutput", "getUploadOffset", "mcp"]);
   });
 
   it("shows the submit body's example, which the route's own schema accepts", () => {

@@ -13,6 +13,7 @@ export const API_VERSION = "1.0.0";
 const TAG_DESCRIPTIONS: Record<string, string> = {
   jobs: "Submit, list, follow and cancel jobs",
   batches: "Many jobs submitted and tracked as one",
+  uploads: "Resumable file uploads (tus 1.0) to use as job inputs",
   "api-keys": "Org-scoped API keys",
   orgs: "The organization and its webhook target",
   billing: "Credits balance and usage ledger",
@@ -137,7 +138,7 @@ function routeOperation(route: RouteDefinition, serverUrl: string) {
 function extraOperation(operation: ExtraOperation, serverUrl: string) {
   const errors = [...operation.errors, ...(operation.authenticated ? AUTHENTICATED_ERRORS : UNAUTHENTICATED_ERRORS)];
   const responses: Record<string, unknown> = {
-    [String(operation.success.status)]: { description: operation.success.description, headers: requestIdHeader, content: operation.success.content },
+    [String(operation.success.status)]: { description: operation.success.description, headers: { ...requestIdHeader, ...operation.success.headers }, content: operation.success.content },
     ...errorResponses(errors, operation.authenticated),
   };
   return {

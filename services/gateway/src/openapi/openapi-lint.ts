@@ -3,7 +3,7 @@ import type { OpenApiDocument } from "./openapi-document.js";
 interface Operation {
   summary?: string;
   description?: string;
-  responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; headers?: Record<string, unknown> }>;
   "x-codeSamples"?: { label: string; source: string }[];
 }
 
@@ -29,7 +29,9 @@ export function undocumentedProblems(document: Pick<OpenApiDocument, "paths">): 
           if (response.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/Error") problems.push(`${name}: ${status} does not use the error schema`);
         } else if (status.startsWith("2")) {
           const media = Object.values(response.content ?? {});
-          if (media.length === 0 || media.some((content) => !content.schema)) problems.push(`${name}: ${status} has no body schema`);
+          // A bodiless answer (204, a HEAD, tus' 201 with its Location) says what it says in headers.
+          const bodiless = status === "204" || method === "head" || (response.headers !== undefined && "Location" in response.headers);
+          if ((media.length === 0 && !bodiless) || media.some((content) => !content.schema)) problems.push(`${name}: ${status} has no body schema`);
         }
       }
       if (!operation["x-codeSamples"]?.some((sample) => sample.source.startsWith("curl"))) problems.push(`${name}: no curl sample`);

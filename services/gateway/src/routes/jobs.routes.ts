@@ -7,6 +7,7 @@ import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
 import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
+import { checkUploadInputs } from "../uploads/upload-inputs.js";
 
 const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
 
@@ -34,6 +35,7 @@ export const jobRoutes = [
     response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
+      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "");
       const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       if (response.replayed) reply.header("Idempotent-Replayed", "true");
       return { data: presentJob(response.job!) };
@@ -102,6 +104,7 @@ export const jobRoutes = [
     response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
+      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`);
       const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       return { data: { id: batch.id, jobCount: batch.jobCount, jobIds: batch.jobIds, status: batch.status } };
     },

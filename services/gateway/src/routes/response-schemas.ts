@@ -184,6 +184,26 @@ export const responseSchemas = {
   CreatedEndpoint: object({ ...ENDPOINT_PROPERTIES, secret: { type: "string", description: "The signing secret; shown only in this response" } }),
   DeletedEndpoint: object({ id: { type: "string", pattern: "^ep_" }, deleted: { type: "boolean" } }),
   RecoveredDeliveries: object({ count: { type: "integer", description: "Deliveries given a new attempt chain" } }),
+  Upload: object(
+    {
+      id: { type: "string", pattern: "^upload_", examples: ["upload_01JD3ZC4D5E6F7G8H9J0K1M2N3"] },
+      size: { ...nullableInteger, description: "Declared size in bytes; null while deferred (tus Upload-Defer-Length)" },
+      offset: { type: "integer", description: "Bytes received so far: where an interrupted upload resumes" },
+      complete: { type: "boolean", description: "All bytes received: usable as a job input" },
+      createdAt: epochMs,
+      expiresAt: { ...epochMs, description: "Epoch milliseconds; the upload is deleted then (24 h after creation by default)" },
+    },
+    { description: "A resumable upload (tus 1.0), usable as a job input by its id once complete (docs/uploads.md)" },
+  ),
+  UploadLink: object(
+    {
+      upload: { $ref: "#/components/schemas/Upload" },
+      url: { type: "string", description: "Where to PATCH the file's bytes (tus 1.0)" },
+      method: { type: "string", enum: ["PATCH"] },
+      headers: { type: "object", additionalProperties: { type: "string" }, description: "Headers to send with the PATCH, besides your own Authorization" },
+    },
+    { description: "An empty upload and how to send its bytes (docs/uploads.md)" },
+  ),
 } as const;
 
 export type ResponseSchemaName = keyof typeof responseSchemas;

@@ -17,7 +17,7 @@ export const cursorQuery = {
 
 export const jobSpec = z.strictObject({
   type: z.string().min(1).max(64).describe("Job type, see GET /job-types"),
-  inputs: z.record(z.string().max(64), z.string().max(4096)).default({}).describe("Input URLs by name, e.g. {source: 'https://...'}"),
+  inputs: z.record(z.string().max(64), z.string().max(4096)).default({}).describe("Inputs by name: an http(s) URL or the id of a complete upload, e.g. {source: 'https://...'} or {source: 'upload_...'}"),
   params: z.record(z.string().max(64), z.unknown()).default({}).describe("Type-specific parameters (JSON Schema in GET /job-types)"),
   metadata: z.record(z.string().max(64), z.unknown()).default({}).describe("Your own data, returned with the job"),
 });

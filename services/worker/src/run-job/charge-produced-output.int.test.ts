@@ -12,6 +12,7 @@ import { priceOf } from "@renderbus/job-types";
 import type { PromiseClient } from "@renderbus/rpc";
 import { createLocalOutputStore } from "@renderbus/storage";
 import { createLogger } from "@renderbus/telemetry";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import { grantOrgCredits } from "../../../auth/src/admin/index.js";
 import { settleJob } from "../../../auth/src/billing/credit-ledger.js";
 import { startAuthHarness, type AuthHarness } from "../../../auth/src/testing/auth-harness.js";
@@ -95,6 +96,7 @@ describe("charging the output produced", () => {
       jobs: jobsService(orgId),
       billing: harness.billingClient,
       outputs: createLocalOutputStore(outputDir),
+      uploads: createLocalUploadStore({ directory: path.join(outputDir, "uploads"), retentionMs: 60_000 }),
       inputAgent,
       logger: createLogger({ service: "worker-charge-test", level: "silent" }),
       workerId: "worker-charge-test",

@@ -1,4 +1,6 @@
 import path from "node:path";
+import { isUploadId } from "@renderbus/job-types";
+import type { UploadStore } from "@renderbus/uploads";
 import { fetchInput } from "../fetch-input/fetch-input.js";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { inputError } from "../job-failure.js";
@@ -13,16 +15,45 @@ function inputExtension(url: string): string {
   } catch {
     return ""; // fetchInput reports the bad URL
   }
-  const match = /\.([a-z0-9]{1,5})$/i.exec(pathname);
+  return extensionOf(pathname);
+}
+
+function extensionOf(name: string): string {
+  const match = /\.([a-z0-9]{1,5})$/i.exec(name);
   return match ? `.${match[1]!.toLowerCase()}` : "";
 }
 
 /**
- * Downloads every input of a job into `workDir` and probes each with ffprobe.
+ * Copies a finished upload of the job's org into `destination` (docs/uploads.md: the worker reads the upload store
+ * directly, the same directory as the gateway's UPLOAD_DIR in local mode).
+ * @throws JobFailure INPUT_ERROR when the upload is not the org's, incomplete, expired, gone or too large.
+ */
+async function readUpload(options: { name: string; id: string; orgId: string; uploads: UploadStore; maxBytes: number; workDir: string }): Promise<string> {
+  const { name, id } = options;
+  const upload = await options.uploads.describe(id);
+  if (!upload || upload.orgId !== options.orgId) throw inputError(`inputs.${name}: upload ${id} not found (expired uploads are deleted)`);
+  if (!upload.complete) throw inputError(`inputs.${name}: upload ${id} is not complete`);
+  if (upload.expiresAt <= Date.now()) throw inputError(`inputs.${name}: upload ${id} has expired`);
+  if (upload.offset > options.maxBytes) throw inputError(`inputs.${name}: upload ${id} is larger than the plan's max input size (${options.maxBytes} bytes)`);
+  const destination = path.join(options.workDir, `input-${name.replace(/[^a-z0-9]/gi, "_")}${extensionOf(upload.filename ?? "")}`);
+  try {
+    await options.uploads.copyTo(id, destination);
+  } catch {
+    throw inputError(`inputs.${name}: upload ${id} could not be read (deleted meanwhile?)`);
+  }
+  return destination;
+}
+
+/**
+ * Downloads every input of a job into `workDir` (URLs over the guarded agent, upload ids from the upload store) and
+ * probes each with ffprobe.
  * @throws JobFailure INPUT_ERROR when an input cannot be fetched, is too large or is not media; JobCancelledError.
  */
 export async function downloadInputs(options: {
+  /** URLs, or upload ids read from `uploads`. */
   urls: Record<string, string>;
+  /** The upload store and the job's org; without it an upload id input fails with INPUT_ERROR. */
+  uploads?: { store: UploadStore; orgId: string };
   workDir: string;
   maxBytes: number;
   timeoutMs: number;
@@ -32,8 +63,14 @@ export async function downloadInputs(options: {
   const inputs: Record<string, string> = {};
   const probes: Record<string, MediaProbe> = {};
   for (const [name, url] of Object.entries(options.urls)) {
-    const destination = path.join(options.workDir, `input-${name.replace(/[^a-z0-9]/gi, "_")}${inputExtension(url)}`);
-    await fetchInput({ name, url, destination, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, agent: options.agent, signal: options.signal });
+    let destination: string;
+    if (isUploadId(url)) {
+      if (!options.uploads) throw inputError(`inputs.${name}: uploads are not readable here`);
+      destination = await readUpload({ name, id: url, orgId: options.uploads.orgId, uploads: options.uploads.store, maxBytes: options.maxBytes, workDir: options.workDir });
+    } else {
+      destination = path.join(options.workDir, `input-${name.replace(/[^a-z0-9]/gi, "_")}${inputExtension(url)}`);
+      await fetchInput({ name, url, destination, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, agent: options.agent, signal: options.signal });
+    }
     inputs[name] = destination;
     try {
       probes[name] = await probeMedia(destination);

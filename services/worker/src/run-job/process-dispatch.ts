@@ -7,6 +7,7 @@ import { isJobTypeName, JOB_TYPES, type JobTypeName } from "@renderbus/job-types
 import type { PromiseClient } from "@renderbus/rpc";
 import { signOutputUrl, type OutputStore } from "@renderbus/storage";
 import type { Logger } from "@renderbus/telemetry";
+import type { UploadStore } from "@renderbus/uploads";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobCancelledError, JobFailure, inputError, providerError } from "../job-failure.js";
 import { countVideoDurationMs } from "../media/count-duration.js";
@@ -22,6 +23,8 @@ export interface JobRunnerDeps {
   jobs: PromiseClient<jobs.JobsClient>;
   billing: PromiseClient<auth.BillingClient>;
   outputs: OutputStore;
+  /** Where inputs given as upload ids are read from (docs/uploads.md). */
+  uploads: UploadStore;
   /** How input downloads connect (the SSRF-guarded agent in production) and their per-phase deadlines. */
   inputAgent: InputAgent;
   logger: Logger;
@@ -91,6 +94,7 @@ export async function processDispatch(
     );
     const { inputs, probes } = await downloadInputs({
       urls: inputUrls,
+      uploads: { store: deps.uploads, orgId },
       workDir,
       maxBytes: limits.maxInputBytes,
       timeoutMs: deps.inputFetchTimeoutMs,

@@ -1,0 +1,2 @@
+export * from "./upload-store.js";
+export * from "./local-upload-store.js";

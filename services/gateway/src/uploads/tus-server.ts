@@ -1,0 +1,67 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { Server } from "@tus/server";
+import { AppError, type ErrorCode } from "@renderbus/errors";
+import { newId } from "@renderbus/ids";
+import { planOf } from "@renderbus/plans";
+import type { AuthContext } from "@renderbus/rpc";
+import { UPLOAD_ORG_METADATA } from "@renderbus/uploads";
+import type { GatewayDeps } from "../deps.js";
+
+/** The path `/uploads` is mounted at. */
+export const UPLOADS_PATH = "/uploads";
+
+/** The tus status codes in the error codes of docs/concepts.md#errors (the status itself stays tus'). */
+function errorCodeOf(status: number): ErrorCode {
+  if (status === 413) return "PAYLOAD_TOO_LARGE";
+  if (status === 404 || status === 410) return "NOT_FOUND";
+  if (status === 403) return "FORBIDDEN";
+  if (status === 409 || status === 423) return "CONFLICT";
+  if (status === 503) return "SERVICE_UNAVAILABLE";
+  if (status >= 400 && status < 500) return "VALIDATION_ERROR";
+  return "INTERNAL_ERROR";
+}
+
+/**
+ * The tus 1.0 server of `/uploads` (`@tus/server`; creation, creation-with-upload, creation-defer-length, HEAD
+ * offset, PATCH, termination, expiration) over the upload store. Each request runs with the caller's auth context
+ * (`handle`): new uploads get an `upload_` id and their org, any other request on an upload of another org is a 404
+ * (never revealing it exists), and sizes are capped by the caller's plan (`maxInputBytes`).
+ */
+export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "config" | "logger">) {
+  const callers = new AsyncLocalStorage<AuthContext>();
+  const callerOf = (): AuthContext => {
+    const auth = callers.getStore();
+    if (!auth) throw new Error("a tus request ran outside an authenticated request");
+    return auth;
+  };
+  const publicUrl = deps.config.PUBLIC_URL.replace(/\/$/, "");
+  const server = new Server({
+    path: UPLOADS_PATH,
+    datastore: deps.uploads.dataStore,
+    // Locations are built from PUBLIC_URL, never from the request's Host or X-Forwarded-* headers.
+    generateUrl: (_request, { id }) => `${publicUrl}${UPLOADS_PATH}/${id}`,
+    namingFunction: () => newId("upload"),
+    maxSize: () => planOf(callerOf().plan, deps.plans).maxInputBytes,
+    // The dashboard is served from PUBLIC_URL: no other origin is told it may read the answers.
+    allowedOrigins: [new URL(publicUrl).origin],
+    onUploadCreate: async (_request, upload) => ({ metadata: { ...upload.metadata, [UPLOAD_ORG_METADATA]: callerOf().orgId } }),
+    onIncomingRequest: async (request, uploadId) => {
+      if (request.method === "POST") return;
+      const upload = await deps.uploads.describe(uploadId);
+      if (!upload || upload.orgId !== callerOf().orgId) throw { status_code: 404, body: "The file for this url was not found\n" };
+    },
+    onResponseError: (_request, error) => {
+      const status = "status_code" in error && typeof error.status_code === "number" ? error.status_code : 500;
+      if (status >= 500) deps.logger.error({ err: error }, "upload request failed");
+      const code = errorCodeOf(status);
+      const message = code === "INTERNAL_ERROR" ? "Internal error" : "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";
+      return { status_code: status, body: JSON.stringify(new AppError(code, message).toBody()) };
+    },
+  });
+  return {
+    server,
+    /** Serves one tus request as `auth`. */
+    handle: (auth: AuthContext, request: Parameters<Server["handle"]>[0], response: Parameters<Server["handle"]>[1]) =>
+      callers.run(auth, () => server.handle(request, response)),
+  };
+}

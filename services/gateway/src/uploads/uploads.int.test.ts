@@ -1,0 +1,253 @@
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import net from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { auth } from "@renderbus/contracts";
+import { unauthorized } from "@renderbus/errors";
+import type { FileStore } from "@tus/file-store";
+import { authContextOf, gatewayWithFakes, newApiKey, type FakeServices, type GatewayWithFakes } from "../http/gateway-with-fakes.test-support.js";
+
+/**
+ * `/uploads` over real sockets (the gateway listening on a free port) with fake auth and jobs services and the test
+ * Redis: the tus protocol, resuming after a dropped connection, org scoping, the plan's size cap, rate limits per
+ * request, and upload ids as job inputs.
+ */
+
+let gateway: GatewayWithFakes | undefined;
+afterEach(async () => {
+  await gateway?.close();
+  gateway = undefined;
+});
+
+/** A response's JSON body, as the loosely typed value assertions read. */
+const jsonOf = async (response: Response): Promise<any> => response.json();
+
+interface Caller {
+  key: string;
+  context: auth.AuthContext;
+}
+
+async function startGateway(plans: Record<string, auth.AuthContext["plan"]>, services: FakeServices = {}) {
+  const callers: Record<string, Caller> = {};
+  for (const [name, plan] of Object.entries(plans)) callers[name] = { key: newApiKey(), context: authContextOf({ plan }) };
+  gateway = await gatewayWithFakes({
+    ...services,
+    auth: {
+      resolveApiKey: async ({ key }: { key: string }) => {
+        const caller = Object.values(callers).find((candidate) => candidate.key === key);
+        if (!caller) throw unauthorized();
+        return caller.context;
+      },
+    },
+  }, { PLANS_JSON: JSON.stringify({ free: { requestsPerMinute: 1000 }, pro: { requestsPerMinute: 1000 } }) });
+  await gateway.app.listen({ port: 0, host: "127.0.0.1" });
+  const address = gateway.app.server.address() as net.AddressInfo;
+  const base = `http://127.0.0.1:${address.port}`;
+  const call = (caller: Caller, method: string, path: string, headers: Record<string, string> = {}, body?: Uint8Array | string) =>
+    fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${caller.key}`, "tus-resumable": "1.0.0", ...headers }, ...(body === undefined ? {} : { body }) });
+  const create = async (caller: Caller, length: number) => {
+    const response = await call(caller, "POST", "/uploads", { "upload-length": String(length), "upload-metadata": `filename ${Buffer.from("clip.mp4").toString("base64")}` });
+    expect(response.status, await response.clone().text()).toBe(201);
+    const location = response.headers.get("location")!;
+    return { location, id: location.slice(location.lastIndexOf("/") + 1) };
+  };
+  return { base, port: address.port, callers, call, create };
+}
+
+/** Sends a PATCH whose declared body is `total` bytes, writes only `sent` of them, then drops the connection. */
+async function patchAndCut(port: number, path: string, key: string, body: Buffer, sent: number): Promise<void> {
+  const socket = net.connect(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  socket.write(
+    `PATCH ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${key}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n` +
+      `Content-Type: application/offset+octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
+  );
+  await new Promise<void>((resolve) => socket.write(body.subarray(0, sent), () => resolve()));
+  // Give the server a moment to read what was sent, as a client whose network drops mid-way would have.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  socket.destroy();
+}
+
+async function offsetOf(call: Awaited<ReturnType<typeof startGateway>>["call"], caller: Caller, id: string): Promise<number> {
+  const response = await call(caller, "HEAD", `/uploads/${id}`);
+  expect(response.status).toBe(200);
+  return Number(response.headers.get("upload-offset"));
+}
+
+describe("/uploads (tus 1.0)", () => {
+  it("resumes from the server's offset after the connection is cut at 60%", async () => {
+    const { port, callers, call, create } = await startGateway({ alice: "pro" });
+    const body = randomBytes(4 * 1024 * 1024);
+    const { id, location } = await create(callers.alice!, body.length);
+    expect(id).toMatch(/^upload_[0-9A-Z]{26}$/);
+    expect(new URL(location).pathname).toBe(`/uploads/${id}`);
+
+    await patchAndCut(port, `/uploads/${id}`, callers.alice!.key, body, Math.floor(body.length * 0.6));
+    // The server keeps what reached it: wait until its offset settles, then resume from there.
+    let offset = -1;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const now = await offsetOf(call, callers.alice!, id);
+      if (now === offset) break;
+      offset = now;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(offset).toBeGreaterThan(0);
+    expect(offset).toBeLessThanOrEqual(Math.floor(body.length * 0.6));
+
+    const shown = await jsonOf(await call(callers.alice!, "GET", `/uploads/${id}`));
+    expect(shown.data).toMatchObject({ id, size: body.length, offset, complete: false });
+
+    const rest = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": String(offset), "content-type": "application/offset+octet-stream" }, body.subarray(offset));
+    expect(rest.status).toBe(204);
+    expect(rest.headers.get("upload-offset")).toBe(String(body.length));
+
+    const done = await jsonOf(await call(callers.alice!, "GET", `/uploads/${id}`));
+    expect(done.data).toMatchObject({ id, size: body.length, offset: body.length, complete: true });
+    expect(done.data.expiresAt - done.data.createdAt).toBe(24 * 3_600_000);
+    const directory = (gateway!.deps.uploads.dataStore as FileStore).directory;
+    expect((await readFile(join(directory, id))).equals(body)).toBe(true);
+  });
+
+  it("answers 409 CONFLICT to a PATCH at the wrong offset", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free" });
+    const { id } = await create(callers.alice!, 10);
+    const response = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "5", "content-type": "application/offset+octet-stream" }, "12345");
+    expect(response.status).toBe(409);
+    expect((await jsonOf(response)).error.code).toBe("CONFLICT");
+  });
+
+  it("keeps uploads to their org: another org's HEAD, PATCH, DELETE and GET are 404, and the upload is untouched", async () => {
+    const { callers, call, create } = await startGateway({ alice: "pro", mallory: "pro" });
+    const { id } = await create(callers.alice!, 10);
+    for (const method of ["HEAD", "PATCH", "DELETE"]) {
+      const response = await call(callers.mallory!, method, `/uploads/${id}`, method === "PATCH" ? { "upload-offset": "0", "content-type": "application/offset+octet-stream" } : {}, method === "PATCH" ? "0123456789" : undefined);
+      expect({ method, status: response.status }).toEqual({ method, status: 404 });
+    }
+    const shown = await call(callers.mallory!, "GET", `/uploads/${id}`);
+    expect(shown.status).toBe(404);
+    expect((await jsonOf(shown)).error.code).toBe("NOT_FOUND");
+    expect(await offsetOf(call, callers.alice!, id)).toBe(0);
+  });
+
+  it("refuses requests without a credential with 401, before tus sees them", async () => {
+    const { base } = await startGateway({ alice: "pro" });
+    const response = await fetch(`${base}/uploads`, { method: "POST", headers: { "tus-resumable": "1.0.0", "upload-length": "10" } });
+    expect(response.status).toBe(401);
+    expect((await jsonOf(response)).error.code).toBe("UNAUTHORIZED");
+  });
+
+  it("caps an upload at the plan's max input size with 413 PAYLOAD_TOO_LARGE", async () => {
+    const { callers, call } = await startGateway({ alice: "free" });
+    const response = await call(callers.alice!, "POST", "/uploads", { "upload-length": String(100 * 1024 * 1024 + 1) });
+    expect(response.status).toBe(413);
+    expect((await jsonOf(response)).error.code).toBe("PAYLOAD_TOO_LARGE");
+    const options = await call(callers.alice!, "OPTIONS", "/uploads");
+    expect(options.headers.get("tus-max-size")).toBe(String(100 * 1024 * 1024));
+  });
+
+  it("counts each request once against the rate limit, however many bytes a PATCH carries", async () => {
+    const { callers, call, create } = await startGateway({ alice: "pro" });
+    const body = randomBytes(2 * 1024 * 1024);
+    const { id } = await create(callers.alice!, body.length);
+    const before = Number((await call(callers.alice!, "HEAD", `/uploads/${id}`)).headers.get("ratelimit-remaining"));
+    const patch = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "0", "content-type": "application/offset+octet-stream" }, body);
+    expect(patch.status).toBe(204);
+    expect(Number(patch.headers.get("ratelimit-remaining"))).toBe(before - 1);
+  });
+
+  it("terminates an upload with DELETE", async () => {
+    const { callers, call, create } = await startGateway({ alice: "pro" });
+    const { id } = await create(callers.alice!, 10);
+    expect((await call(callers.alice!, "DELETE", `/uploads/${id}`)).status).toBe(204);
+    expect((await call(callers.alice!, "GET", `/uploads/${id}`)).status).toBe(404);
+  });
+});
+
+describe("upload ids as job inputs", () => {
+  it("passes a complete upload of the org on to the jobs service, and refuses incomplete, unknown and foreign ones naming the input", async () => {
+    const submitted: unknown[] = [];
+    const { callers, call, create } = await startGateway({ alice: "pro", mallory: "pro" }, {
+      jobs: {
+        submitJob: async (request: any) => {
+          submitted.push(request.job);
+          return { job: { id: "job_1", orgId: "org_x", type: "transcode", status: "waiting", inputs: request.job.inputs, params: {}, metadata: {}, timing: { createdAt: 1 }, webhookDeliveries: [] }, replayed: false } as any;
+        },
+        submitBatch: async (request: any) => {
+          submitted.push(...request.jobs);
+          return { id: "batch_1", jobCount: request.jobs.length, jobIds: ["job_1"], status: "running" } as any;
+        },
+      },
+    });
+    const submit = (caller: Caller, source: string) =>
+      call(caller, "POST", "/jobs", { "content-type": "application/json" }, JSON.stringify({ type: "transcode", inputs: { source }, params: {} }));
+
+    const { id } = await create(callers.alice!, 4);
+    const incomplete = await submit(callers.alice!, id);
+    expect(incomplete.status).toBe(400);
+    expect((await jsonOf(incomplete)).error).toEqual({ code: "VALIDATION_ERROR", message: `inputs.source: upload ${id} is not complete (0 of 4 bytes received)` });
+
+    await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "0", "content-type": "application/offset+octet-stream" }, "abcd");
+    const foreign = await submit(callers.mallory!, id);
+    expect((await jsonOf(foreign)).error).toEqual({ code: "VALIDATION_ERROR", message: `inputs.source: upload ${id} not found` });
+    const unknown = await submit(callers.alice!, "upload_01JBQ0000000000000000000AB");
+    expect((await jsonOf(unknown)).error.message).toBe("inputs.source: upload upload_01JBQ0000000000000000000AB not found");
+    const batch = await call(callers.mallory!, "POST", "/batches", { "content-type": "application/json" }, JSON.stringify({ jobs: [{ type: "transcode", inputs: { source: id } }] }));
+    expect((await jsonOf(batch)).error.message).toBe(`jobs[0].inputs.source: upload ${id} not found`);
+    expect(submitted).toEqual([]);
+
+    const accepted = await submit(callers.alice!, id);
+    expect(accepted.status).toBe(201);
+    expect(submitted).toEqual([expect.objectContaining({ inputs: { source: id } })]);
+  });
+});
+
+describe("uploads for agents: create_upload and upload_media", () => {
+  it("creates an upload link whose PATCH completes the upload, and caps its size by plan", async () => {
+    const { base, callers, call } = await startGateway({ alice: "free" });
+    const json = { "content-type": "application/json" };
+    const tooLarge = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 100 * 1024 * 1024 + 1 }));
+    expect(tooLarge.status).toBe(413);
+    const created = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 5, filename: "a.srt" }));
+    expect(created.status).toBe(201);
+    const link = (await jsonOf(created)).data;
+    expect(link).toMatchObject({ method: "PATCH", headers: { "Tus-Resumable": "1.0.0", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream" }, upload: { size: 5, offset: 0, complete: false } });
+    expect(JSON.stringify(link)).not.toContain(callers.alice!.key);
+    // The link is on PUBLIC_URL (the default here); this gateway listens on a free port.
+    expect(link.url).toBe(`http://127.0.0.1:3000/uploads/${link.upload.id}`);
+    const patched = await fetch(`${base}/uploads/${link.upload.id}`, { method: "PATCH", headers: { ...link.headers, authorization: `Bearer ${callers.alice!.key}` }, body: "hello" });
+    expect(patched.status).toBe(204);
+    expect((await jsonOf(await call(callers.alice!, "GET", `/uploads/${link.upload.id}`))).data.complete).toBe(true);
+  });
+
+  it("stores a small file sent inline as a complete upload, and refuses more than 1 MB or bad base64", async () => {
+    const { callers, call } = await startGateway({ alice: "pro" });
+    const json = { "content-type": "application/json" };
+    const bytes = randomBytes(1024 * 1024);
+    const stored = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: bytes.toString("base64"), filename: "clip.bin" }));
+    expect(stored.status).toBe(201);
+    const upload = (await jsonOf(stored)).data;
+    expect(upload).toMatchObject({ size: bytes.length, offset: bytes.length, complete: true });
+    const directory = (gateway!.deps.uploads.dataStore as FileStore).directory;
+    expect((await readFile(join(directory, upload.id))).equals(bytes)).toBe(true);
+
+    const tooLarge = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: randomBytes(1024 * 1024 + 3).toString("base64") }));
+    expect(tooLarge.status).toBe(400);
+    const notBase64 = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: "not base64!" }));
+    expect((await jsonOf(notBase64)).error).toEqual({ code: "VALIDATION_ERROR", message: "body.contentBase64: must be base64" });
+  });
+
+  it("takes a 1 MB file inline through the MCP tool upload_media (the /mcp body limit leaves room for its base64)", async () => {
+    const { base, callers } = await startGateway({ alice: "pro" });
+    const bytes = randomBytes(1024 * 1024);
+    const response = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${callers.alice!.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "upload_media", arguments: { contentBase64: bytes.toString("base64"), filename: "clip.mp4" } } }),
+    });
+    expect(response.status).toBe(200);
+    const result = (await jsonOf(response)).result;
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(result.structuredContent.data).toMatchObject({ size: bytes.length, complete: true });
+  });
+});
