@@ -4,7 +4,7 @@ import type { Bus } from "@renderbus/bus";
 import type { PromiseClient } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { Plan, PlanName } from "@renderbus/plans";
-import type { OutputStore } from "@renderbus/storage";
+import type { ObjectStore } from "@renderbus/storage";
 import type { GatewayConfig } from "./config.js";
 import type { CredentialResolver } from "./auth/credential-resolver.js";
 import type { RateLimiter } from "./auth/rate-limiter.js";
@@ -25,7 +25,7 @@ export interface GatewayDeps {
   redis: Redis;
   credentials: CredentialResolver;
   rateLimiter: RateLimiter;
-  outputs: OutputStore;
+  outputs: ObjectStore;
   jobEvents: JobEventHub;
   finishedJobs: TerminalJobCache;
   metrics: Registry;

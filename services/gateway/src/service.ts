@@ -4,7 +4,7 @@ import { Bus } from "@renderbus/bus";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createMetricsRegistry, instrumentHttpServer, startMetricsServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
-import { createLocalOutputStore } from "@renderbus/storage";
+import { createObjectStore } from "@renderbus/storage";
 import type { GatewayConfig } from "./config.js";
 import type { GatewayDeps } from "./deps.js";
 import { buildApp } from "./app.js";
@@ -58,7 +58,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     redis,
     credentials,
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
-    outputs: createLocalOutputStore(config.OUTPUT_DIR),
+    outputs: createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
     jobEvents: new JobEventHub(bus),
     finishedJobs,
     metrics: metrics ?? createMetricsRegistry("gateway"),

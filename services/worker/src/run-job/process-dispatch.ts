@@ -5,7 +5,7 @@ import type { auth, jobEvents, jobs } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { isJobTypeName, JOB_TYPES, type JobTypeName } from "@renderbus/job-types";
 import type { PromiseClient } from "@renderbus/rpc";
-import { signOutputUrl, type OutputStore } from "@renderbus/storage";
+import { signOutputUrl, type ObjectStore } from "@renderbus/storage";
 import type { Logger } from "@renderbus/telemetry";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobCancelledError, JobFailure, inputError, providerError } from "../job-failure.js";
@@ -20,7 +20,7 @@ import { runProvider } from "./run-provider.js";
 export interface JobRunnerDeps {
   jobs: PromiseClient<jobs.JobsClient>;
   billing: PromiseClient<auth.BillingClient>;
-  outputs: OutputStore;
+  outputs: ObjectStore;
   /** How input downloads connect (the SSRF-guarded agent in production) and their per-phase deadlines. */
   inputAgent: InputAgent;
   logger: Logger;
