@@ -411,7 +411,7 @@ describe("docker-compose.yml", () => {
 
     it("leaves out of the runtime stage every build and test tool: the lockfile marks each dev (or devOptional)", () => {
       const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, Doc> };
-      for (const tool of ["esbuild", "vite", "tsx", "vitest", "typescript", "playwright-core", "@bufbuild/buf", "ts-proto"]) {
+      for (const tool of ["esbuild", "vite", "tsx", "vitest", "typescript", "playwright-core", "@bufbuild/buf", "ts-proto", "s3rver"]) {
         const entry = lock.packages[`node_modules/${tool}`];
         expect(entry, tool).toBeDefined();
         expect(entry!.dev === true || entry!.devOptional === true, `${tool} is installed by --omit=dev --omit=optional`).toBe(true);
