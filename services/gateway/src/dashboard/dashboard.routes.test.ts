@@ -8,7 +8,7 @@ import { registerDashboard } from "./dashboard.routes.js";
 
 function fakeDeps(warnings: unknown[]): GatewayDeps {
   const logger = { warn: (...args: unknown[]) => warnings.push(args), info: () => undefined, error: () => undefined };
-  return { config: { PUBLIC_URL: "http://127.0.0.1:3000" }, logger, outputs: { kind: "local" } } as unknown as GatewayDeps;
+  return { config: { PUBLIC_URL: "http://127.0.0.1:3000" }, logger } as unknown as GatewayDeps;
 }
 
 function builtDashboard(): string {

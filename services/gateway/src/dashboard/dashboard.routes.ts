@@ -83,7 +83,7 @@ function isFileInside(root: string, path: string): boolean {
 
 /** The origin `/outputs/*` redirects previews to (the S3 store's presigned URLs), or none when downloads stream. */
 async function outputRedirectOrigins(deps: GatewayDeps): Promise<string[]> {
-  if (deps.outputs.kind !== "s3" || deps.config.S3_DOWNLOADS !== "redirect") return [];
+  if (deps.config.STORAGE !== "s3" || deps.config.S3_DOWNLOADS !== "redirect") return [];
   // Signing is local: a URL for any key shows the origin (path style or the bucket's own host name).
   const sample = await deps.outputs.presignedDownloadUrl("origin/probe", { expiresInSeconds: 60 });
   return sample ? [new URL(sample).origin] : [];

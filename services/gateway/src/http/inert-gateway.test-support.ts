@@ -22,7 +22,6 @@ export async function inertGatewayApp(
     plans: loadPlans(undefined),
     metrics: createMetricsRegistry("gateway-test"),
     jobEvents: { close: () => undefined },
-    outputs: { kind: "local", open: async () => undefined, head: async () => undefined },
     bus: { listen: () => () => undefined, notify: () => undefined },
     // Limiters register their Lua scripts at start-up; no command ever runs here.
     redis: { defineCommand: () => undefined, status: "ready" },

@@ -52,6 +52,16 @@ describe("GET /outputs/* (signed download links)", () => {
     expect(Buffer.from(await download.arrayBuffer()).equals(BYTES)).toBe(true);
   });
 
+  it("lets the dashboard's previews follow that redirect: its CSP admits the store's origin for images and media", async () => {
+    const { app } = await gatewayWith(s3.env);
+    const page = await app.inject({ method: "GET", url: "/app" });
+    await app.close();
+    const csp = String(page.headers["content-security-policy"]);
+    expect(csp).toContain(`img-src 'self' http://127.0.0.1:3000 ${s3.endpoint} `);
+    expect(csp).toContain(`media-src 'self' http://127.0.0.1:3000 ${s3.endpoint} `);
+    expect(csp).toContain("connect-src 'self';");
+  });
+
   it("never presigns past the link's own expiry", async () => {
     const { app, link } = await gatewayWith(s3.env);
     const response = await app.inject({ method: "GET", url: link(KEY, Date.now() + 20_000) });
