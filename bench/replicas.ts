@@ -37,7 +37,8 @@ export async function startReplica(
   const ports: Record<string, string> = {};
   if (service === "webhook-dispatcher") ports.WEBHOOKS_GRPC_PORT = String(await getFreePort());
   if (service === "jobs") ports.JOBS_GRPC_PORT = String(await getFreePort());
-  if (service === "gateway") ports.GATEWAY_PORT = String(await getFreePort());
+  // Its own metrics port too: the first gateway holds GATEWAY_METRICS_PORT.
+  if (service === "gateway") Object.assign(ports, { GATEWAY_PORT: String(await getFreePort()), GATEWAY_METRICS_PORT: String(await getFreePort()) });
   if (service === "auth") Object.assign(ports, { AUTH_GRPC_PORT: String(await getFreePort()), AUTH_HTTP_PORT: String(await getFreePort()) });
   const { command, args } = serviceCommand(repoRoot, service, runtime, nodeArgs);
   const child = spawn(command, args, {

@@ -9,10 +9,12 @@ import { parseArgs, promisify } from "node:util";
 import { Bus } from "@renderbus/bus";
 import { benchAuthenticatedReads } from "./benchmarks/authenticated-reads.js";
 import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
+import { benchCappedReplicas } from "./benchmarks/capped-replicas.js";
 import { benchJobAcceptance } from "./benchmarks/job-acceptance.js";
 import { benchJobOverhead } from "./benchmarks/job-overhead.js";
 import { memoryResult } from "./benchmarks/memory.js";
 import { benchQueuedToRunning } from "./benchmarks/queued-to-running.js";
+import { benchWebhookPeers } from "./benchmarks/webhook-peers.js";
 import { benchWebhooks } from "./benchmarks/webhooks.js";
 import { benchSizes, type BenchContext } from "./context.js";
 import { postgresVersion, startBenchEnvironment } from "./environment.js";
@@ -92,7 +94,10 @@ async function main(): Promise<number> {
     await run("authenticated-reads", () => (args.profile ? profiled(ctx, resolve(args.profile), benchAuthenticatedReads) : benchAuthenticatedReads(ctx)));
     await run("queued-to-running", () => benchQueuedToRunning(ctx));
     await run("webhooks", () => benchWebhooks(ctx));
+    await run("webhook-peers", () => benchWebhookPeers(ctx));
     await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
+    // Stops and restarts the system's dispatcher and worker: after the benchmarks that use them as started.
+    await run("capped-replicas", () => benchCappedReplicas(ctx));
     // Before job-acceptance, whose waiting jobs would share the worker with the measured ones.
     await run("job-overhead", () => benchJobOverhead(ctx));
     await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));

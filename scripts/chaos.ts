@@ -1,7 +1,8 @@
 /**
  * `npm run test:chaos`: the full fault suite. Under a steady load of jobs with webhooks it kill -9s every service in
  * turn and restarts it, restarts NATS and PostgreSQL, takes the webhook receiver down for 60 s, then runs a 3-node
- * JetStream cluster (streams with 3 replicas) and kills a node. After each fault it checks that every accepted job is
+ * JetStream cluster (streams with 3 replicas), partitions the node leading the job events stream for 30 s and
+ * kills a node. After each fault it checks that every accepted job is
  * terminal, every job event is stored once, every delivery exists and succeeded, every batch completed once and the
  * credit ledger balances; it prints the table of faults survived and exits 1 if anything was lost.
  *
@@ -10,6 +11,7 @@
  *
  *   npm run test:chaos                 # everything (about 10 minutes on 2 cores)
  *   npm run test:chaos -- --only=nats  # faults whose name contains "nats"
+ *   npm run test:chaos -- --only="3 NATS" --repeat 10   # the selected faults 10 times, a fresh system each run
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +23,7 @@ import {
   faultTable,
   killClusterNode,
   killService,
+  partitionClusterNode,
   pauseReceiver,
   restartNats,
   restartPostgres,
@@ -29,7 +32,9 @@ import {
   type FaultOutcome,
 } from "../e2e/chaos/chaos-rig.js";
 
-const { values } = parseArgs({ options: { only: { type: "string" } } });
+const { values } = parseArgs({ options: { only: { type: "string" }, repeat: { type: "string", default: "1" } } });
+const repeat = Number(values.repeat);
+if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a whole number >= 1, not ${values.repeat}`);
 const wanted = (fault: Fault) => !values.only || fault.name.toLowerCase().includes(values.only.toLowerCase());
 const log = (line: string) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`);
 
@@ -58,9 +63,16 @@ async function runPhase(title: string, faults: Fault[], cluster: boolean, redisU
 
 const outcomes: FaultOutcome[] = [];
 const { url: redisUrl, server: redisServer } = await redis();
+let runsSurvived = 0;
 try {
-  await runPhase("single NATS server", [...EVERY_SERVICE.map((service) => killService(service)), restartNats, restartPostgres, pauseReceiver(60)], false, redisUrl, outcomes);
-  await runPhase("3-node NATS cluster", [killClusterNode], true, redisUrl, outcomes);
+  for (let run = 1; run <= repeat; run += 1) {
+    if (repeat > 1) log(`run ${run} of ${repeat}`);
+    const before = outcomes.length;
+    await runPhase("single NATS server", [...EVERY_SERVICE.map((service) => killService(service)), restartNats, restartPostgres, pauseReceiver(60)], false, redisUrl, outcomes);
+    // The partition heals before the kill: each fault starts from a whole cluster.
+    await runPhase("3-node NATS cluster", [partitionClusterNode(30), killClusterNode], true, redisUrl, outcomes);
+    if (outcomes.slice(before).every((outcome) => outcome.problems.length === 0)) runsSurvived += 1;
+  }
 } catch (error) {
   console.error(error);
   process.exitCode = 1;
@@ -68,6 +80,7 @@ try {
   await redisServer?.stop();
 }
 console.log(`\nfaults survived:\n${faultTable(outcomes)}\n`);
+if (repeat > 1) console.log(`runs survived without a loss: ${runsSurvived} of ${repeat}\n`);
 if (outcomes.some((outcome) => outcome.problems.length > 0)) process.exitCode = 1;
 // Service children and servers are stopped; timers of the load generator may linger.
 process.exit(process.exitCode ?? 0);

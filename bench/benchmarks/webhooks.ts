@@ -1,7 +1,5 @@
-import pg from "pg";
-import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "../context.js";
-import { quiesce } from "../quiesce.js";
+import { burstDeliveries, isFirstAttempt, perSecond, settleDispatcher, type Burst } from "../dispatcher-bursts.js";
 import { mergeLoads, takeTurns } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
 import { startReplica, type Replica } from "../replicas.js";
@@ -23,15 +21,6 @@ interface Throughput {
   rounds: Burst[];
 }
 
-/** One round of the throughput measurement: a burst of events, sent as fast as the stream takes them. */
-interface Burst {
-  events: number;
-  /** First attempt received -> last received. */
-  spanMs: number;
-  /** First event published -> last attempt received. */
-  endToEndMs: number;
-}
-
 interface Latency {
   replicas: number;
   published: number;
@@ -46,8 +35,6 @@ interface Paced {
   perSecond: number;
   lagsMs: number[];
 }
-
-const perSecond = (count: number, ms: number) => Math.round(count / Math.max(0.001, ms / 1000));
 
 function throughputOf(replicas: number, rounds: Burst[]): Throughput {
   const events = rounds.reduce((sum, r) => sum + r.events, 0);
@@ -66,7 +53,6 @@ function latencyOf(replicas: number, rounds: Paced[]): Latency {
   return { replicas, published, publishedPerSecond: Math.round(rounds.reduce((sum, r) => sum + r.perSecond, 0) / rounds.length), delivered: lags.length, lag: summarize(lags) };
 }
 
-const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt === 1 && r.event === "job.running" && !!r.body.jobId?.startsWith(prefix);
 const firstAttempts = (prefix: string) => (received: Received[]) => received.filter(isFirstAttempt(prefix));
 
 /**
@@ -79,21 +65,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   const throughput: Throughput[] = [];
   const latency: Latency[] = [];
 
-  const burst = async (replicas: number): Promise<Burst> => {
-    await settle();
-    const events = new SyntheticEvents(ctx.bus, orgIds);
-    const count = ctx.sizes.throughputEvents;
-    ctx.receiver.reset();
-    const started = Date.now();
-    await events.burst(count);
-    const pick = firstAttempts(events.jobIdPrefix);
-    await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), count, 180_000);
-    const arrivals = pick(ctx.receiver.received).map((r) => r.receivedAt);
-    const last = Math.max(...arrivals);
-    const result = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started };
-    ctx.log(`    ${count} events, ${replicas} dispatcher(s): ${perSecond(count, result.spanMs)} deliveries/s`);
-    return result;
-  };
+  const burst = (replicas: number): Promise<Burst> => burstDeliveries(ctx, orgIds, ctx.sizes.throughputEvents, `${replicas} dispatcher(s)`);
 
   const paced = async (replicas: number): Promise<Paced> => {
     await settle();
@@ -144,23 +116,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   const warmUpEvents = Math.min(1000, ctx.sizes.throughputEvents / 5);
   await warmUp(warmUpEvents);
 
-  /**
-   * Every measurement starts from an idle system (see quiesce) and the same table state: a queue table (deliveries, outbox) updated and deleted
-   * thousands of times a second collects dead rows faster than autovacuum (once a minute per database) clears them
-   * on a fresh database, so without this whichever measurement ran later paid for the earlier ones' dead rows (the
-   * 2-replica runs came last and measured below one replica; see bench/findings.md).
-   */
-  const settle = async () => {
-    // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
-    await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
-    const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
-    await client.connect();
-    try {
-      await client.query("vacuum (analyze) dispatcher.deliveries, dispatcher.outbox, dispatcher.processed_events, dispatcher.delivery_attempts, jobs.outbox, jobs.webhook_deliveries");
-    } finally {
-      await client.end();
-    }
-  };
+  const settle = () => settleDispatcher(ctx);
 
   ctx.log(`  deliveries/s with 1 dispatcher and the bare POST loop (concurrency ${DISPATCHER_CONCURRENCY}) taking turns: ${rounds} rounds of ${ctx.sizes.throughputEvents} events`);
   // Unmeasured: the receiver shares the bench's process, and its first burst at full rate ran ~20% below the next.

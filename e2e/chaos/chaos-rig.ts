@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { natsConnectOptions, SERVICES, startSystem, type RunningSystem, type ServiceName } from "@renderbus/testing";
 import { createOrg, makeTestVideo, repoRoot, startFileServer, startReceiver } from "../helpers.js";
-import { startPrivateNats, startPrivateNatsCluster, startPrivatePostgres, type NatsNode } from "./private-infra.js";
+import { startPrivateNats, startPrivateNatsCluster, startPrivatePostgres, type NatsNode, type PrivateNatsCluster } from "./private-infra.js";
 
 /**
  * A whole Renderbus on private PostgreSQL and NATS, a steady load of jobs (and batches) with webhooks, faults, and
@@ -35,6 +35,8 @@ export interface FaultOutcome {
 export interface ChaosRig {
   system: RunningSystem;
   nats: NatsNode[];
+  /** The cluster's links, when the rig runs a 3-node cluster. */
+  cluster: PrivateNatsCluster | undefined;
   postgres: Awaited<ReturnType<typeof startPrivatePostgres>>;
   receiver: Awaited<ReturnType<typeof startReceiver>>;
   /** While true the receiver answers 503 to everything (a receiver outage). */
@@ -56,7 +58,8 @@ export interface RigOptions {
 export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
   const log = options.log ?? (() => undefined);
   const postgres = await startPrivatePostgres();
-  const nats = options.cluster ? await startPrivateNatsCluster() : await startPrivateNats();
+  const cluster = options.cluster ? await startPrivateNatsCluster() : undefined;
+  const nats = cluster ?? (await startPrivateNats());
   const media = await startFileServer(await makeTestVideo());
   let receiverDown = false;
   const receiver = await startReceiver(() => (receiverDown ? 503 : 200));
@@ -139,6 +142,26 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
     return false;
   };
 
+  /** Where the dispatcher's view of the job events stands, for a loss report: each consumer's position and backlog. */
+  const consumerReport = async (): Promise<string> => {
+    const { connect } = await import("@nats-io/transport-node");
+    const { jetstreamManager } = await import("@nats-io/jetstream");
+    const connection = await connect(natsConnectOptions(nats.url));
+    try {
+      const manager = await jetstreamManager(connection);
+      const stream = await manager.streams.info("JOBS_EVENTS");
+      const lines = [`stream last seq ${stream.state.last_seq}, leader ${stream.cluster?.leader ?? "-"}`];
+      for await (const consumer of manager.consumers.list("JOBS_EVENTS")) {
+        lines.push(`${consumer.name}: delivered ${consumer.delivered.stream_seq}, ack floor ${consumer.ack_floor.stream_seq}, pending ${consumer.num_pending}, ack pending ${consumer.num_ack_pending}, redelivered ${consumer.num_redelivered}, leader ${consumer.cluster?.leader ?? "-"}`);
+      }
+      return ` [${lines.join("; ")}]`;
+    } catch (error) {
+      return ` [consumer report failed: ${String(error)}]`;
+    } finally {
+      await connection.close();
+    }
+  };
+
   /** The invariants of the issue: nothing accepted is lost, duplicated or left half-done, and money adds up. */
   const check = async (): Promise<Omit<FaultOutcome, "fault" | "submitErrors" | "seconds">> => {
     const problems: string[] = [];
@@ -164,15 +187,23 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
     if (wrongEvents.length > 0) problems.push(`${wrongEvents.length} jobs without exactly one JobQueued and one terminal event (e.g. ${JSON.stringify(wrongEvents[0])})`);
     if (eventCounts.length !== jobs.length) problems.push(`${jobs.length - eventCounts.length} jobs have no event stream`);
 
-    // Every webhook-worthy job event has its delivery, and every delivery ended succeeded.
-    const missing = await query<{ event_id: string; type: string }>(
-      `select e.event_id, e.type from jobs.events e
-         where e.stream_id in (select id from jobs.job_views where org_id = $1)
-           and e.type in ('JobStarted', 'JobCompleted', 'JobFailed')
-           and not exists (select 1 from dispatcher.deliveries d where d.source_event_id = e.event_id)`,
-      [org.orgId],
-    );
-    if (missing.length > 0) problems.push(`${missing.length} job events without a delivery (e.g. ${missing[0]!.type} ${missing[0]!.event_id})`);
+    // Every webhook-worthy job event has its delivery, and every delivery ended succeeded. After a failover the
+    // dispatcher's consumer may still be catching up (its pull expires, a new leader is elected): late is not lost,
+    // so wait for stragglers before calling them lost, and say how many there were.
+    const undelivered = () =>
+      query<{ event_id: string; type: string }>(
+        `select e.event_id, e.type from jobs.events e
+           where e.stream_id in (select id from jobs.job_views where org_id = $1)
+             and e.type in ('JobStarted', 'JobCompleted', 'JobFailed')
+             and not exists (select 1 from dispatcher.deliveries d where d.source_event_id = e.event_id)`,
+        [org.orgId],
+      );
+    const late = (await undelivered()).length;
+    const lateSince = Date.now();
+    if (late > 0) await settle(async () => (await undelivered()).length === 0, 120_000);
+    const missing = await undelivered();
+    if (late > 0) log(`${late} job events had no delivery yet at the check; ${missing.length} still after ${Math.round((Date.now() - lateSince) / 1000)} s`);
+    if (missing.length > 0) problems.push(`${missing.length} job events without a delivery (e.g. ${missing[0]!.type} ${missing[0]!.event_id})${await consumerReport()}`);
     const deliveries = await query<{ id: string; status: string; event: string; batch_id: string | null; last_error: string | null }>(`select id, status, event, batch_id, last_error from dispatcher.deliveries where org_id = $1`, [org.orgId]);
     const unsuccessful = deliveries.filter((delivery) => delivery.status !== "succeeded");
     if (unsuccessful.length > 0) problems.push(`${unsuccessful.length} deliveries not succeeded (e.g. ${unsuccessful[0]!.event} ${unsuccessful[0]!.status}: ${unsuccessful[0]!.last_error})`);
@@ -218,6 +249,7 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
   const rig: ChaosRig = {
     system,
     nats: nats.nodes,
+    cluster,
     postgres,
     receiver,
     setReceiverDown: (down) => (receiverDown = down),
@@ -259,6 +291,7 @@ export const restartNats: Fault = {
     await rig.nats[0]!.stop();
     await new Promise((done) => setTimeout(done, 2000));
     await rig.nats[0]!.start();
+    await rig.nats[0]!.waitForClients();
   },
 };
 
@@ -298,6 +331,37 @@ export const killClusterNode: Fault = {
     return problems;
   },
 };
+
+/** Names the node leading a stream's replicas (the node whose loss forces an election). */
+async function streamLeader(rig: ChaosRig, stream: string): Promise<NatsNode> {
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const connection = await connect(natsConnectOptions(rig.nats[0]!.url));
+  try {
+    const leader = (await (await jetstreamManager(connection)).streams.info(stream)).cluster?.leader;
+    const node = rig.nats.find((candidate) => leader === `rb-chaos-${rig.nats.indexOf(candidate)}`);
+    if (!node) throw new Error(`stream ${stream} has no leader among the rig's nodes (${leader ?? "none"})`);
+    return node;
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Cuts the routes of the node leading the job events stream for `seconds` (the node and its clients stay up: a
+ * network partition, not a crash), then heals them. The other two elect a new leader meanwhile; the old one must
+ * rejoin without the cluster losing or resending anything it acknowledged.
+ */
+export const partitionClusterNode = (seconds = 30): Fault => ({
+  name: `partition the job events leader of 3 NATS nodes for ${seconds} s`,
+  async inject(rig) {
+    if (!rig.cluster) return ["partition needs the 3-node cluster"];
+    const leader = await streamLeader(rig, "JOBS_EVENTS");
+    rig.cluster.partition(leader);
+    await new Promise((done) => setTimeout(done, seconds * 1000));
+    rig.cluster.heal();
+  },
+});
 
 export const EVERY_SERVICE = ["gateway", "auth", "jobs", "worker", "webhook-dispatcher"] as const satisfies readonly (typeof SERVICES)[number][];
 

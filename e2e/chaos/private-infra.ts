@@ -1,39 +1,79 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { canConnectNats, canQueryPostgres, localNatsConfig, localNatsUrl, natsConnectOptions, startLocalPostgres, type LocalServer } from "@renderbus/testing";
-import { getFreePort, lookupUser, spawnServer, waitUntilReady, type SpawnedServer } from "../../libs/testing/src/local-process.js";
+import { lookupUser, spawnServer, waitUntilReady, type SpawnedServer } from "../../libs/testing/src/local-process.js";
+import { startRouteRelay } from "./route-relay.js";
 
 /**
- * PostgreSQL and NATS servers private to one chaos run, on fixed ports so they can be stopped and started again
- * under the services' feet. The shared test servers are never touched.
+ * PostgreSQL and NATS servers private to one chaos run, each keeping its ports across restarts so it can be stopped
+ * and started again under the services' feet. The shared test servers are never touched.
  */
 
 const NATS_SERVER = existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
+
+/** The ports a node listens on: picked by the OS at its first start, kept across restarts. */
+interface NodePorts {
+  client: number;
+  cluster?: number;
+}
 
 /**
  * One JetStream server (or one node of a cluster) that can be killed and started again with the same store. It runs
  * the config `npm test` runs (libs/testing/src/local-nats.ts): every service connects as its own user, with only its
  * permissions, through faults and failovers too.
+ *
+ * Ports are picked by nats-server itself (`-1`, read back from its ports file), so no other process can take them
+ * between picking and binding; a restart asks for the same ones, so clients and routes find the node again.
  */
 export class NatsNode {
   private server: SpawnedServer | undefined;
+  private ports: NodePorts | undefined;
   constructor(
     readonly name: string,
-    readonly port: number,
-    private readonly args: string[],
+    /** Command-line arguments beside the config file, given the route port to listen on (`-1` for "any"). */
+    private readonly argsFor: (clusterPort: number) => string[],
     private readonly dir: string,
+    private readonly clustered: boolean,
   ) {}
+
+  get clientPort(): number {
+    if (!this.ports) throw new Error(`${this.name} has not started yet`);
+    return this.ports.client;
+  }
+
+  /** The node's own route listener (undefined before its first start, or for a single server). */
+  get clusterPort(): number | undefined {
+    return this.ports?.cluster;
+  }
 
   /** With the dev superuser's credentials (startSystem gives each service its own user instead). */
   get url(): string {
-    return localNatsUrl(this.port);
+    return localNatsUrl(this.clientPort);
   }
 
+  /** Starts the server and waits until it listens (`waitForClients` waits until it also accepts a connection). */
   async start(): Promise<void> {
-    this.server = spawnServer({ name: this.name, command: NATS_SERVER, args: this.args, logFile: join(this.dir, `${this.name}.log`), cwd: this.dir, stopSignal: "SIGTERM" });
-    await waitUntilReady(this.server, () => canConnectNats(this.url), 30_000, `${this.name} on port ${this.port}`);
+    const portsDir = join(this.dir, `${this.name}-ports`);
+    mkdirSync(portsDir, { recursive: true });
+    const config = writeNatsConfig(this.dir, this.name, this.ports?.client ?? -1, join(this.dir, `${this.name}-store`));
+    this.server = spawnServer({
+      name: this.name,
+      command: NATS_SERVER,
+      args: ["-c", config, "--ports_file_dir", portsDir, ...this.argsFor(this.ports?.cluster ?? -1)],
+      logFile: join(this.dir, `${this.name}.log`),
+      cwd: this.dir,
+      stopSignal: "SIGTERM",
+    });
+    const server = this.server;
+    await waitUntilReady(server, async () => (this.ports = readPortsFile(portsDir, server.pid, this.clustered)) !== undefined, 30_000, `${this.name}'s ports file`);
+  }
+
+  /** Resolves once a client can connect (a clustered node accepts clients only once it has routes). */
+  async waitForClients(): Promise<void> {
+    if (!this.server) throw new Error(`${this.name} is not running`);
+    await waitUntilReady(this.server, () => canConnectNats(this.url), 30_000, `${this.name} on port ${this.clientPort}`);
   }
 
   /** SIGTERM (a clean restart) or SIGKILL (a crash). */
@@ -45,34 +85,86 @@ export class NatsNode {
   }
 }
 
+/** nats-server writes `<executable>_<pid>.ports` once it listens: `{"nats": [urls], "cluster": [urls]}`. */
+function readPortsFile(dir: string, pid: number, clustered: boolean): NodePorts | undefined {
+  const file = readdirSync(dir).find((name) => name.endsWith(`_${pid}.ports`));
+  if (!file) return undefined;
+  try {
+    const listeners = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nats?: string[]; cluster?: string[] };
+    const portOf = (urls: string[] | undefined) => {
+      const url = urls?.find((candidate) => candidate.includes("127.0.0.1"));
+      return url ? Number(new URL(url).port) : undefined;
+    };
+    const client = portOf(listeners.nats);
+    const cluster = portOf(listeners.cluster);
+    if (client === undefined || (clustered && cluster === undefined)) return undefined;
+    return cluster === undefined ? { client } : { client, cluster };
+  } catch {
+    // written but not complete yet
+    return undefined;
+  }
+}
+
 /** A single JetStream server. */
 export async function startPrivateNats(): Promise<{ nodes: NatsNode[]; url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "rb-chaos-nats-"));
-  const port = await getFreePort();
-  const node = new NatsNode("nats", port, ["-c", writeNatsConfig(dir, "nats", port, join(dir, "js"))], dir);
+  const node = new NatsNode("nats", () => [], dir, false);
   await node.start();
+  await node.waitForClients();
   return { nodes: [node], url: node.url, stop: () => node.stop() };
 }
 
-/** Three JetStream nodes clustered on loopback; clients given node 0's URL learn the others from the cluster. */
-export async function startPrivateNatsCluster(): Promise<{ nodes: NatsNode[]; url: string; stop(): Promise<void> }> {
+/** A 3-node cluster whose links can be cut: `partition(node)` isolates one node from the other two. */
+export interface PrivateNatsCluster {
+  nodes: NatsNode[];
+  url: string;
+  /** Cuts every route to and from `node` (the node and its clients stay up) until `heal()`. */
+  partition(node: NatsNode): void;
+  heal(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Three JetStream nodes clustered on loopback; clients given node 0's URL learn the others from the cluster. Every
+ * route goes through a relay (one per direction, route-relay.ts), and nodes advertise an address nobody listens on
+ * so they never open a direct route around the relays.
+ */
+export async function startPrivateNatsCluster(): Promise<PrivateNatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), "rb-chaos-natscluster-"));
-  const ports = await Promise.all([0, 1, 2].map(() => getFreePort()));
-  const clusterPorts = await Promise.all([0, 1, 2].map(() => getFreePort()));
-  const routes = clusterPorts.map((port) => `nats://127.0.0.1:${port}`).join(",");
-  const nodes = [0, 1, 2].map((index) => {
-    const store = join(dir, `n${index}`);
-    mkdirSync(store, { recursive: true });
-    // Command-line flags add the cluster to the config file's listener, store and users.
-    return new NatsNode(`nats-${index}`, ports[index]!, [
-      "-c", writeNatsConfig(dir, `nats-${index}`, ports[index]!, store), "-n", `rb-chaos-${index}`,
-      "--cluster_name", "rbchaos", "--cluster", `nats://127.0.0.1:${clusterPorts[index]}`, "--routes", routes,
-    ], dir);
-  });
+  const indexes = [0, 1, 2];
+  const nodes: NatsNode[] = [];
+  // relays[from][to]: node `from` dials node `to` through it.
+  const relays = await Promise.all(indexes.map((from) => Promise.all(indexes.map((to) => (from === to ? undefined : startRouteRelay(() => nodes[to]?.clusterPort))))));
+  for (const index of indexes) {
+    const routes = indexes.filter((to) => to !== index).map((to) => `nats://127.0.0.1:${relays[index]![to]!.port}`).join(",");
+    nodes.push(
+      new NatsNode(
+        `nats-${index}`,
+        (clusterPort) => ["-n", `rb-chaos-${index}`, "--cluster_name", "rbchaos", "--cluster", `nats://127.0.0.1:${clusterPort}`, "--routes", routes, "--cluster_advertise", "127.0.0.1:9"],
+        dir,
+        true,
+      ),
+    );
+  }
   // The nodes wait for each other (JetStream needs a meta leader), so start them together.
   await Promise.all(nodes.map((node) => node.start()));
+  await Promise.all(nodes.map((node) => node.waitForClients()));
   await waitForJetStream(nodes[0]!.url);
-  return { nodes, url: nodes[0]!.url, stop: async () => void (await Promise.all(nodes.map((node) => node.stop()))) };
+  const links = (index: number) => indexes.flatMap((other) => (other === index ? [] : [relays[index]![other]!, relays[other]![index]!]));
+  return {
+    nodes,
+    url: nodes[0]!.url,
+    partition(node) {
+      for (const relay of links(nodes.indexOf(node))) relay.block();
+    },
+    heal() {
+      for (const row of relays) for (const relay of row) relay?.unblock();
+    },
+    stop: async () => {
+      await Promise.all(nodes.map((node) => node.stop()));
+      await Promise.all(relays.flat().map((relay) => relay?.close()));
+    },
+  };
 }
 
 /** Writes a node's config (users and permissions of nats-permissions.ts) and returns its path. */

@@ -119,8 +119,25 @@ export async function lookupUser(user: string): Promise<{ uid: number; gid: numb
 // Ports and probes
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Resolves with a port that was free on 127.0.0.1 a moment ago (the OS picks it). */
-export function getFreePort(): Promise<number> {
+/** Ports this process has handed out: the OS may offer a just-closed port again before its first taker binds it. */
+const handedOut = new Set<number>();
+
+/**
+ * Resolves with a port that was free on 127.0.0.1 a moment ago (the OS picks it), never one this process handed
+ * out before: callers that pick several ports before starting their servers (a cluster's client and route ports)
+ * must not get the same one twice.
+ */
+export async function getFreePort(): Promise<number> {
+  for (let tries = 0; tries < 50; tries += 1) {
+    const port = await osPickedPort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new LocalInfraError('could not find a port not handed out before');
+}
+
+function osPickedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

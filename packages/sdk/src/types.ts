@@ -23,7 +23,7 @@ export interface JobResult {
 
 export interface JobWebhookDelivery {
   id: string;
-  event: string;
+  event: WebhookEventName;
   status: DeliveryStatus;
   attempts: number;
   lastAttemptAt: number | null;
@@ -44,7 +44,7 @@ export interface Job {
   result: JobResult | null;
   cost: { credits: number; breakdown: string } | null;
   error: { code: string; message: string } | null;
-  timing: { createdAt: number | null; dispatchedAt: number | null; startedAt: number | null; completedAt: number | null };
+  timing: { createdAt: number; dispatchedAt: number | null; startedAt: number | null; completedAt: number | null };
   webhookDeliveries: JobWebhookDelivery[];
 }
 
@@ -78,7 +78,7 @@ export interface Batch {
   orgId: string;
   jobCount: number;
   jobIds: string[];
-  status: "running" | "completed" | string;
+  status: "running" | "completed";
   counts: Record<JobStatus, number>;
   timing: { createdAt: number; completedAt: number | null };
 }
@@ -86,12 +86,20 @@ export interface Batch {
 export interface JobType {
   name: string;
   description: string;
-  inputs: unknown;
+  /** Names of the inputs the type reads, e.g. `source`. */
+  inputs: string[];
+  /** JSON Schema of the type's `params`. */
   paramsSchema: Record<string, unknown>;
+  /** Plans that may submit this type. */
   plans: string[];
+  /** What a job produces, e.g. `video/mp4`. */
   output: string;
-  price: unknown;
+  /** How the cost in credits is computed. */
+  price: string;
 }
+
+/** The plans an org can be on (docs/concepts.md). */
+export type Plan = "free" | "starter" | "pro" | "scale";
 
 export interface ApiKey {
   id: string;
@@ -110,7 +118,7 @@ export interface CreatedApiKey extends ApiKey {
 export interface Org {
   id: string;
   name: string;
-  plan: string;
+  plan: Plan;
   credits: number;
   webhookUrl: string | null;
   webhookSecretSet: boolean;
@@ -137,7 +145,7 @@ export interface Balance {
 
 export interface UsageEntry {
   id: string;
-  kind: string;
+  kind: "grant" | "reserve" | "capture" | "release";
   credits: number;
   jobId: string | null;
   balanceAfter: number;
@@ -148,7 +156,7 @@ export interface UsageEntry {
 export interface Me {
   userId: string;
   orgId: string;
-  plan: string;
+  plan: Plan;
   role: string | null;
   credential: string | null;
 }
@@ -209,11 +217,17 @@ export type WebhookPayload =
   | {
       event: "job.completed";
       jobId: string;
-      result: JobResult;
+      /** `url` is null only when the output could not be linked; fetch the job for a fresh link. */
+      result: { url: string | null; metadata: JobResult["metadata"] };
       cost: { credits: number; breakdown: string };
       timing: { createdAt: number; startedAt: number | null; completedAt: number | null };
     }
-  | { event: "job.failed"; jobId: string; error: { code: string; message: string }; timing: { createdAt: number; startedAt: number | null; completedAt: number | null } }
+  | {
+      event: "job.failed";
+      jobId: string;
+      error: { code: "PROVIDER_ERROR" | "PROVIDER_TIMEOUT" | "INPUT_ERROR" | "INSUFFICIENT_CREDITS"; message: string };
+      timing: { createdAt: number; startedAt: number | null; completedAt: number | null };
+    }
   | {
       event: "batch.completed";
       batchId: string;

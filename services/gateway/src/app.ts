@@ -15,6 +15,8 @@ import { registerOutputRoutes } from "./outputs/outputs.routes.js";
 import { registerJobEventStream } from "./sse/job-events.js";
 import { registerWebhookEventStream } from "./sse/webhook-events.js";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
+import { buildOpenApiDocument } from "./openapi/openapi-document.js";
+import { registerResponseCheck } from "./http/response-check.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
 
@@ -71,6 +73,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.logger));
   app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${pathOf(request.url)}`), request, reply, deps.logger));
 
+  if (deps.config.GATEWAY_CHECK_RESPONSES) registerResponseCheck(app, buildOpenApiDocument(deps.config.PUBLIC_URL), deps.logger);
   for (const route of apiRoutes) registerRoute(app, route, deps);
 
   registerHealthRoutes(app, deps);

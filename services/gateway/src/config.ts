@@ -96,6 +96,12 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   /** Open SSE streams (job events and webhook events together) per org across all replicas (Redis); 429 beyond. */
   SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
   PLANS_JSON: z.string().optional(),
+  /**
+   * Test mode: check every response of a documented operation against its schema in /openapi.json (the route's
+   * `response`, the error body) and answer 500 INTERNAL_ERROR naming the mismatch instead (http/response-check.ts).
+   * Off by default (it costs a validation per response); the test suite's systems turn it on.
+   */
+  GATEWAY_CHECK_RESPONSES: env.bool(false),
   /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })

@@ -4,6 +4,7 @@ import { noBody, noQuery } from "../routes/schemas.js";
 import type { ErrorCode } from "@renderbus/errors";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
+import type { ResponseBody } from "../routes/response-schemas.js";
 
 /** What a route handler receives: validated input and the resolved auth context. */
 export interface RouteInput<Body, Query, Params> {
@@ -17,7 +18,8 @@ export interface RouteInput<Body, Query, Params> {
 
 /**
  * One route of the public API. This table is the single description of the API: it drives request validation,
- * the OpenAPI document and the MCP tools, so none of them can drift from the others.
+ * the response schemas (checked on every response in tests), the OpenAPI document, the MCP tools' input and output
+ * schemas and, through /openapi.json, the SDK's types, so none of them can drift from the others.
  */
 export interface RouteDefinition<Body = any, Query = any, Params = any> {
   method: "GET" | "POST" | "PATCH" | "DELETE";
@@ -34,6 +36,8 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
   query?: z.ZodType<Query>;
   params?: z.ZodType<Params>;
   successStatus?: 200 | 201;
+  /** The success body: `one("Job")`, `list("ApiKey")` or `page("Job")` (routes/response-schemas.ts). */
+  response: ResponseBody;
   /** Error codes this route can answer with (documented in OpenAPI; UNAUTHORIZED/RATE_LIMITED/INTERNAL are implied). */
   errors: ErrorCode[];
   /** MCP tool name, or false for routes that make no sense as a tool (streams, downloads). */

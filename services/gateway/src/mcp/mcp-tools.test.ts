@@ -1,3 +1,4 @@
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { describe, expect, it } from "vitest";
 import { apiRoutes } from "../routes/index.js";
 import { buildMcpTools, snakeCaseOf, splitToolArguments, toolNameOf } from "./mcp-tools.js";
@@ -62,5 +63,30 @@ describe("MCP tools generated from the route table", () => {
 
   it("refuses an unknown argument with VALIDATION_ERROR", () => {
     expect(() => splitToolArguments(byName.get("get_job")!, { jobId: "job_1", bogus: 1 })).toThrow(/unknown argument bogus/);
+  });
+
+  it("gives every tool an output schema from its route's response, which MCP clients' own validator accepts results by", () => {
+    // The validator the MCP SDK's Client applies to structured results when a tool declares an output schema.
+    const validator = new AjvJsonSchemaValidator();
+    for (const tool of tools) {
+      expect(tool.outputSchema.type, tool.name).toBe("object");
+      const validate = validator.getValidator(tool.outputSchema);
+      expect(validate({ error: { code: "NOT_FOUND", message: "Job not found" } }).valid, tool.name).toBe(true);
+      expect(validate({ unexpected: true }).valid, tool.name).toBe(false);
+    }
+    const getJob = validator.getValidator(byName.get("get_job")!.outputSchema);
+    const job = {
+      id: "job_1", orgId: "org_1", batchId: null, type: "thumbnail", status: "completed", inputs: { source: "https://example.com/a.mp4" }, params: {}, metadata: {},
+      result: { url: "https://example.com/o", metadata: { durationMs: 1, width: 2, height: 3, fileSize: 4 } }, cost: { credits: 1, breakdown: "1" }, error: null,
+      timing: { createdAt: 1, dispatchedAt: 2, startedAt: 3, completedAt: 4 }, webhookDeliveries: [],
+    };
+    expect(getJob({ data: job }).valid).toBe(true);
+    expect(getJob({ data: { ...job, status: "done" } }).valid).toBe(false);
+    const listJobs = validator.getValidator(byName.get("list_jobs")!.outputSchema);
+    expect(listJobs({ data: [job], nextCursor: null }).valid).toBe(true);
+    expect(listJobs({ data: job, nextCursor: null }).valid).toBe(false);
+    // Named schemas that refer to others (CreatedApiKey -> ApiKey) travel with the tool.
+    const createKey = byName.get("create_api_key")!.outputSchema;
+    expect(Object.keys(createKey.$defs as object).sort()).toEqual(["ApiKey", "CreatedApiKey"]);
   });
 });

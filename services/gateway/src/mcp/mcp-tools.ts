@@ -3,6 +3,7 @@ import type { ErrorCode } from "@renderbus/errors";
 import { validationError } from "@renderbus/errors";
 import type { RouteDefinition } from "../http/route.js";
 import { idempotencyKeyHeader } from "../routes/schemas.js";
+import { responseBodySchema, standaloneSchema } from "../routes/response-schemas.js";
 
 /** The argument of the submit tools that plays the part of the REST `Idempotency-Key` header. */
 export const IDEMPOTENCY_ARGUMENT = "idempotencyKey";
@@ -16,6 +17,11 @@ export interface McpTool {
   description: string;
   /** JSON Schema (draft 2020-12) of the arguments: the route's path params, query and body fields side by side. */
   inputSchema: { type: "object"; [key: string]: unknown };
+  /**
+   * JSON Schema of the structured result: the route's REST success body (its `response`), or, for a tool error, the
+   * REST error body. Self-contained (named schemas under `$defs`), so MCP clients can validate results with it.
+   */
+  outputSchema: { type: "object"; [key: string]: unknown };
   annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
   route: RouteDefinition;
   /** Which request part each argument belongs to. */
@@ -112,6 +118,7 @@ function toolOf(route: RouteDefinition, name: string): McpTool {
     title: route.summary,
     description,
     inputSchema: { ...jsonSchema, type: "object" },
+    outputSchema: outputSchemaOf(route),
     annotations: {
       title: route.summary,
       readOnlyHint: readOnly,
@@ -123,6 +130,22 @@ function toolOf(route: RouteDefinition, name: string): McpTool {
     argumentParts,
     ...(wholeBodyArgument ? { wholeBodyArgument } : {}),
   };
+}
+
+/** The REST error body, which a tool error carries as structured content (call-tool.ts). */
+const ERROR_BODY = {
+  type: "object",
+  required: ["error"],
+  properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" } } } },
+};
+
+/**
+ * A tool's output schema: the route's success body or the error body. MCP clients validate a tool error's structured
+ * content against the output schema too, so it names both.
+ */
+function outputSchemaOf(route: RouteDefinition): McpTool["outputSchema"] {
+  const { $defs, ...success } = standaloneSchema(responseBodySchema(route.response, "#/$defs/"));
+  return { type: "object", oneOf: [success, ERROR_BODY], ...($defs ? { $defs } : {}) };
 }
 
 /**

@@ -37,7 +37,7 @@ const INSTRUCTIONS =
 export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, routes: RouteDefinition[]): void {
   const tools = buildMcpTools(routes);
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
-  const listing = tools.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema, annotations }));
+  const listing = tools.map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({ name, title, description, inputSchema, outputSchema, annotations }));
 
   app.post(MCP_PATH, async (request, reply) => {
     let auth: AuthContext;
@@ -104,7 +104,7 @@ export function protectedResourceMetadata(deps: GatewayDeps) {
 
 /** One MCP server per HTTP request, bound to that request's credential (the SDK's stateless pattern). */
 function createServer(
-  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "annotations">>,
+  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "outputSchema" | "annotations">>,
   toolsByName: ReadonlyMap<string, McpTool>,
   context: Parameters<typeof callTool>[2],
 ): McpServer {

@@ -73,10 +73,10 @@ export const extraOperations: ExtraOperation[] = [
     operationId: "mcp",
     summary: "Model Context Protocol endpoint",
     description:
-      "Streamable HTTP MCP server for AI agents (JSON-RPC 2.0). Tools map 1:1 to this API. Authenticate with an OAuth 2.1 access token or an API key as a bearer token; see docs/mcp.md.",
+      "Streamable HTTP MCP server for AI agents (JSON-RPC 2.0). Tools map 1:1 to this API. Authenticate with an OAuth 2.1 access token or an API key as a bearer token; see docs/mcp.md. A browser request from another origin is refused with 403 FORBIDDEN.",
     tag: "mcp",
     authenticated: true,
     success: { status: 200, description: "A JSON-RPC response (JSON or an event stream)", content: { ...json({ type: "object" }), ...eventStream } },
-    errors: ["VALIDATION_ERROR"],
+    errors: ["VALIDATION_ERROR", "FORBIDDEN", "PAYLOAD_TOO_LARGE"],
   },
 ];

@@ -4,7 +4,7 @@ import type { RouteDefinition } from "../http/route.js";
 import { apiRoutes } from "../routes/index.js";
 import { codeSamples, requestBodyExamples } from "./code-samples.js";
 import { extraOperations, type ExtraOperation } from "./extra-operations.js";
-import { LIST_OPERATIONS, responseDataOf, responseSchemas } from "./response-schemas.js";
+import { responseBodySchema, responseSchemas } from "../routes/response-schemas.js";
 import { webhookOperations, webhookPayloadSchemas } from "./webhook-payloads.js";
 
 /** The API version the document carries (paths have no version prefix: docs/concepts.md). */
@@ -102,21 +102,6 @@ function routeErrors(route: RouteDefinition): ErrorCode[] {
   return errors;
 }
 
-/** Cursor-paginated list routes answer `{data: [...], nextCursor}`. */
-const isPaginated = (route: RouteDefinition) => route.query !== undefined && "cursor" in ((jsonSchema(route.query).properties as object | undefined) ?? {});
-
-/** The success body: `{data}` with the route's schema when known, `{data: [...], nextCursor}` for paginated lists. */
-function successSchema(route: RouteDefinition): Record<string, unknown> {
-  const known = responseDataOf[route.operationId];
-  const paginated = isPaginated(route);
-  if (!known) return { $ref: paginated ? "#/components/schemas/Page" : "#/components/schemas/Data" };
-  const item = { $ref: `#/components/schemas/${known}` };
-  const data = LIST_OPERATIONS.has(route.operationId) ? { type: "array", items: item } : item;
-  return paginated
-    ? { type: "object", required: ["data", "nextCursor"], properties: { data, nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page" } } }
-    : { type: "object", required: ["data"], properties: { data } };
-}
-
 function routeOperation(route: RouteDefinition, serverUrl: string) {
   const path = openApiPath(route.url);
   const bodyExample = requestBodyExamples[route.operationId];
@@ -140,7 +125,7 @@ function routeOperation(route: RouteDefinition, serverUrl: string) {
       [String(route.successStatus ?? 200)]: {
         description: route.successStatus === 201 ? "Created" : "Success",
         headers: { ...requestIdHeader, ...rateLimitHeaders },
-        content: { "application/json": { schema: successSchema(route) } },
+        content: { "application/json": { schema: responseBodySchema(route.response) } },
       },
       ...errorResponses(routeErrors(route), true),
     },
@@ -236,17 +221,6 @@ export function buildOpenApiDocument(serverUrl: string, routes: RouteDefinition[
             },
           },
         },
-        // Only while some route's data has no schema in response-schemas.ts (openapi-lint.ts reports such routes).
-        ...(JSON.stringify(paths).includes('"#/components/schemas/Data"') ? { Data: { type: "object", required: ["data"], properties: { data: {} } } } : {}),
-        ...(JSON.stringify(paths).includes('"#/components/schemas/Page"')
-          ? {
-              Page: {
-                type: "object",
-                required: ["data", "nextCursor"],
-                properties: { data: { type: "array", items: {} }, nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page" } },
-              },
-            }
-          : {}),
         ...responseSchemas,
         ...webhookPayloadSchemas,
       },

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { forbidden } from "@renderbus/errors";
 import { isManagerRole } from "@renderbus/rpc";
 import { defineRoute } from "../http/route.js";
+import { list, one, page } from "./response-schemas.js";
 import { presentApiKey, presentOrg } from "../present/present.js";
 
 export const accountRoutes = [
@@ -14,6 +15,7 @@ export const accountRoutes = [
     description: "Returns {userId, orgId, plan} for the credential of this request.",
     tag: "account",
     errors: [],
+    response: one("Me"),
     handler: async ({ auth }) => ({ data: { userId: auth.userId, orgId: auth.orgId, plan: auth.plan, role: auth.role ?? null, credential: auth.credential ?? null } }),
   }),
   defineRoute({
@@ -26,6 +28,7 @@ export const accountRoutes = [
     successStatus: 201,
     body: z.strictObject({ name: z.string().trim().min(1).max(100).describe("A name to recognise the key by (1-100 characters)") }),
     errors: ["VALIDATION_ERROR", "FORBIDDEN"],
+    response: one("CreatedApiKey"),
     handler: async ({ body, auth }, deps) => {
       const created = await deps.auth.createApiKey({ name: body.name }, { auth });
       return { data: { ...presentApiKey(created.apiKey!), key: created.key } };
@@ -39,6 +42,7 @@ export const accountRoutes = [
     description: "The org's keys without their secrets: id, name, start, createdAt, lastUsedAt, revokedAt.",
     tag: "api-keys",
     errors: [],
+    response: list("ApiKey"),
     handler: async ({ auth }, deps) => ({ data: (await deps.auth.listApiKeys({}, { auth })).apiKeys.map(presentApiKey) }),
   }),
   defineRoute({
@@ -50,6 +54,7 @@ export const accountRoutes = [
     tag: "api-keys",
     params: z.strictObject({ keyId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "FORBIDDEN"],
+    response: one("ApiKey"),
     handler: async ({ params, auth }, deps) => {
       const key = await deps.auth.revokeApiKey({ keyId: params.keyId }, { auth });
       // Marked in Redis before the answer: every replica refuses it from now on, even one that misses the message.
@@ -68,6 +73,7 @@ export const accountRoutes = [
     description: "id, name, plan, credits balance, webhookUrl and webhookSecretSet (the secret is never returned).",
     tag: "orgs",
     errors: [],
+    response: one("Org"),
     handler: async ({ auth }, deps) => ({ data: presentOrg(await deps.auth.getOrg({}, { auth })) }),
   }),
   defineRoute({
@@ -84,6 +90,7 @@ export const accountRoutes = [
       webhookSecret: z.string().min(8).max(256).optional().describe("HMAC key of X-Renderbus-Signature"),
     }),
     errors: ["VALIDATION_ERROR", "PLAN_LIMIT", "FORBIDDEN", "NOT_FOUND"],
+    response: one("Org"),
     handler: async ({ params, body, auth }, deps) => {
       if (!isManagerRole(auth.role)) throw forbidden("Only owners and admins can configure webhooks");
       const org = await deps.auth.updateOrgWebhook(
@@ -106,6 +113,7 @@ export const accountRoutes = [
       "Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them.",
     tag: "billing",
     errors: [],
+    response: one("Balance"),
     handler: async ({ auth }, deps) => {
       const balance = await deps.billing.getBalance({}, { auth });
       return {
@@ -132,6 +140,7 @@ export const accountRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("UsageEntry"),
     handler: async ({ query, auth }, deps) => {
       const usage = await deps.billing.listUsage({ limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) }, { auth });
       return {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
 import { defineRoute } from "../http/route.js";
+import { list, one, page } from "./response-schemas.js";
 import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
@@ -30,6 +31,7 @@ export const jobRoutes = [
     successStatus: 201,
     body: jobSpec,
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
       const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
@@ -54,6 +56,7 @@ export const jobRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("Job"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.jobs.listJobs(query, { auth });
       return { data: page.jobs.map(presentJob), nextCursor: page.nextCursor ?? null };
@@ -68,6 +71,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
+    response: one("Job"),
     handler: async ({ params, auth }, deps) => ({
       data: presentJob(await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }))),
     }),
@@ -81,6 +85,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "CONFLICT"],
+    response: one("Job"),
     handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.cancelJob({ jobId: params.jobId }, { auth })) }),
   }),
   defineRoute({
@@ -93,6 +98,7 @@ export const jobRoutes = [
     successStatus: 201,
     body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
+    response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
       const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
@@ -112,6 +118,7 @@ export const jobRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("Batch"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.jobs.listBatches(query, { auth });
       return { data: page.batches.map(presentBatch), nextCursor: page.nextCursor ?? null };
@@ -126,6 +133,7 @@ export const jobRoutes = [
     tag: "batches",
     params: z.strictObject({ batchId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
+    response: one("Batch"),
     handler: async ({ params, auth }, deps) => ({ data: presentBatch(await deps.jobs.getBatch({ batchId: params.batchId }, { auth })) }),
   }),
   defineRoute({
@@ -136,6 +144,7 @@ export const jobRoutes = [
     description: "Every job type with its inputs, params JSON Schema, plan availability and price rule.",
     tag: "jobs",
     errors: [],
+    response: list("JobType"),
     handler: async ({ auth }, deps) => {
       const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
       return { data: jobTypes.map(presentJobType) };
@@ -150,6 +159,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ type: z.string().min(1).max(64).describe("Job type name, e.g. transcode") }),
     errors: ["NOT_FOUND"],
+    response: one("JobType"),
     handler: async ({ params, auth }, deps) => {
       const { jobTypes } = await deps.jobs.listJobTypes({}, { auth });
       const jobType = jobTypes.find((candidate) => candidate.name === params.type);

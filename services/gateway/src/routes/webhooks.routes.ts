@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineRoute } from "../http/route.js";
+import { one, page } from "./response-schemas.js";
 import { presentDelivery } from "../present/present.js";
 
 export const webhookRoutes = [
@@ -18,6 +19,7 @@ export const webhookRoutes = [
       cursor: z.string().min(1).max(500).optional(),
     }),
     errors: ["VALIDATION_ERROR"],
+    response: page("Delivery"),
     handler: async ({ query, auth }, deps) => {
       const page = await deps.webhooks.listDeliveries(query, { auth });
       return { data: page.deliveries.map(presentDelivery), nextCursor: page.nextCursor ?? null };
@@ -32,6 +34,7 @@ export const webhookRoutes = [
     tag: "webhooks",
     params: z.strictObject({ deliveryId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "CONFLICT", "PLAN_LIMIT", "FORBIDDEN"],
+    response: one("Delivery"),
     handler: async ({ params, auth }, deps) => ({
       data: presentDelivery(await deps.webhooks.retryDelivery({ deliveryId: params.deliveryId }, { auth })),
     }),
@@ -44,6 +47,7 @@ export const webhookRoutes = [
     description: "Sends a signed webhook.test event to the configured URL and reports the outcome.",
     tag: "webhooks",
     errors: ["PLAN_LIMIT", "VALIDATION_ERROR", "FORBIDDEN"],
+    response: one("TestWebhookOutcome"),
     handler: async ({ auth }, deps) => {
       const outcome = await deps.webhooks.sendTest({}, { auth, deadlineMs: 30_000 });
       return { data: { succeeded: outcome.succeeded, delivery: outcome.delivery ? presentDelivery(outcome.delivery) : null } };

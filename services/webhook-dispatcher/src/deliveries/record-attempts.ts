@@ -51,7 +51,7 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
     {}, // each announcement carries its own attempt's trace
   );
   const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
-  const { rows } = await sql<DeliveryRow>`
+  const { rows } = await sql<{ id: string }>`
     with v as (
       select * from unnest(
         ${column((a) => a.delivery.id)}::text[],
@@ -73,7 +73,7 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
       update deliveries d set ${sql.join(columns.map((name) => sql`${sql.ref(name)} = v.${sql.ref(name)}`))}
       from v
       where d.id = v.id and d.lease_token = v.claimed_lease_token
-      returning d.*
+      returning d.id
     ), recorded as (
       insert into delivery_attempts (delivery_id, attempt, started_at, response_status, error, latency_ms, response_excerpt)
       select v.id, v.attempt, v.started_at, v.response_status, v.error, v.latency_ms, v.response_excerpt
@@ -84,9 +84,12 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
       select v.message_id, v.subject, v.body::jsonb, v.headers::jsonb, ${now}
       from v join updated on updated.id = v.id
     )
-    select * from updated`.execute(db);
+    select id from updated`.execute(db);
+  // The new rows are the claimed rows with their change applied: nothing else moves while the lease matches, so
+  // only the ids that matched come back (a whole row per attempt was most of the bytes this statement read).
+  const matched = new Set(rows.map((row) => row.id));
+  const updated = attempts.map((a, i) => (matched.has(a.delivery.id) ? { ...a.delivery, ...changes[i]! } : undefined));
   // A retry is due later: wake every replica's sender so it sleeps until then (after the commit, like a NOTIFY).
-  if (rows.some((row) => row.next_attempt_at !== null)) await notifyDue(db);
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return attempts.map((a) => byId.get(a.delivery.id));
+  if (updated.some((row) => row !== undefined && row.next_attempt_at !== null)) await notifyDue(db);
+  return updated;
 }

@@ -1,13 +1,15 @@
 /**
- * JSON Schemas of the `data` the main routes answer with: the shapes `present/present.ts` builds (SPEC sections 5a
- * and 6). Absent optional values are null, never missing. e2e/tracing.e2e.test.ts validates live responses
- * against them.
+ * JSON Schemas of the `data` the routes answer with: the shapes `present/present.ts` builds (docs/concepts.md). Absent
+ * optional values are null, never missing. Each route names its own in `response` (one, list or page of these); in
+ * tests the gateway checks every response it sends against them (http/response-check.ts).
  */
 
 const epochMs = { type: "integer", description: "Epoch milliseconds" } as const;
 const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseconds; null until reached" } as const;
 const nullableString = { type: ["string", "null"] } as const;
 const nullableInteger = { type: ["integer", "null"] } as const;
+/** The events a delivery carries (docs/webhooks.md). */
+const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"] } as const;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
   required: Object.keys(properties),
@@ -40,7 +42,7 @@ export const responseSchemas = {
         type: "array",
         items: object({
           id: { type: "string", pattern: "^del_" },
-          event: { type: "string" },
+          event: webhookEvent,
           status: { type: "string", enum: ["pending", "succeeded", "failed"] },
           attempts: { type: "integer" },
           lastAttemptAt: epochMsOrNull,
@@ -50,7 +52,7 @@ export const responseSchemas = {
         }),
       },
     },
-    { description: "A job (SPEC section 5a): the same shape in REST, MCP and the dashboard" },
+    { description: "A job (docs/concepts.md): the same shape in REST, MCP and the dashboard" },
   ),
   Batch: object({
     id: { type: "string", pattern: "^batch_" },
@@ -89,7 +91,7 @@ export const responseSchemas = {
   }),
   Delivery: object({
     id: { type: "string", pattern: "^del_" },
-    event: { type: "string" },
+    event: webhookEvent,
     jobId: nullableString,
     batchId: nullableString,
     status: { type: "string", enum: ["pending", "succeeded", "failed"] },
@@ -151,29 +153,54 @@ export const responseSchemas = {
   }),
 } as const;
 
-/** Operations whose `data` is an array of the schema below (with `nextCursor` when the route takes a cursor). */
-export const LIST_OPERATIONS = new Set(["listJobs", "listBatches", "listApiKeys", "listWebhookDeliveries", "listJobTypes", "getUsage"]);
+export type ResponseSchemaName = keyof typeof responseSchemas;
 
-/** Which schema each operation's `data` has (the items' for list operations); openapi-document.test.ts requires one per route. */
-export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
-  submitJob: "Job",
-  getJob: "Job",
-  cancelJob: "Job",
-  listJobs: "Job",
-  submitBatch: "SubmittedBatch",
-  getBatch: "Batch",
-  listBatches: "Batch",
-  createApiKey: "CreatedApiKey",
-  listApiKeys: "ApiKey",
-  revokeApiKey: "ApiKey",
-  getOrg: "Org",
-  updateOrgWebhook: "Org",
-  listWebhookDeliveries: "Delivery",
-  retryWebhookDelivery: "Delivery",
-  getMe: "Me",
-  listJobTypes: "JobType",
-  getJobTypeSchema: "JobType",
-  getBalance: "Balance",
-  getUsage: "UsageEntry",
-  sendTestWebhook: "TestWebhookOutcome",
-};
+/**
+ * A route's success body, declared on the route itself (http/route.ts): `{data}` with one schema of
+ * {@link responseSchemas}, `{data: [...]}` for a list, `{data: [...], nextCursor}` for a cursor-paginated list.
+ * The OpenAPI document, the MCP tools' output schemas and the test-mode response check (http/response-check.ts) all
+ * read it.
+ */
+export interface ResponseBody {
+  data: ResponseSchemaName;
+  shape: "one" | "list" | "page";
+}
+
+export const one = (data: ResponseSchemaName): ResponseBody => ({ data, shape: "one" });
+export const list = (data: ResponseSchemaName): ResponseBody => ({ data, shape: "list" });
+export const page = (data: ResponseSchemaName): ResponseBody => ({ data, shape: "page" });
+
+/** Where the named schemas are referenced from: the OpenAPI document's components, or a standalone schema's `$defs`. */
+export type SchemaRefBase = "#/components/schemas/" | "#/$defs/";
+
+/** The JSON Schema of a success body, its named schemas referenced under `base`. */
+export function responseBodySchema(response: ResponseBody, base: SchemaRefBase = "#/components/schemas/"): Record<string, unknown> {
+  const item = { $ref: `${base}${response.data}` };
+  if (response.shape === "one") return { type: "object", required: ["data"], properties: { data: item } };
+  const data = { type: "array", items: item };
+  if (response.shape === "list") return { type: "object", required: ["data"], properties: { data } };
+  return {
+    type: "object",
+    required: ["data", "nextCursor"],
+    properties: { data, nextCursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page" } },
+  };
+}
+
+/**
+ * A self-contained JSON Schema (for MCP's `outputSchema`): `schema` with every named schema it reaches, directly or
+ * through another, copied under `$defs`.
+ */
+export function standaloneSchema(schema: Record<string, unknown>, named: Record<string, unknown> = responseSchemas): Record<string, unknown> {
+  const defs: Record<string, unknown> = {};
+  const pending = [schema];
+  const rebase = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/')) as Record<string, unknown>;
+  while (pending.length > 0) {
+    for (const [, name] of JSON.stringify(pending.pop()).matchAll(/"#\/(?:components\/schemas|\$defs)\/(\w+)"/g)) {
+      if (name! in defs) continue;
+      if (!(name! in named)) throw new Error(`No schema named ${name}`);
+      defs[name!] = rebase(named[name!]);
+      pending.push(defs[name!] as Record<string, unknown>);
+    }
+  }
+  return { ...rebase(schema), ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}) };
+}

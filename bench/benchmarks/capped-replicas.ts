@@ -1,0 +1,236 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { ServiceName } from "@renderbus/testing";
+import type { BenchContext } from "../context.js";
+import { cpuCapUnavailable, createCpuCap, type CpuCap } from "../cpu-cap.js";
+import { burstDeliveries, perSecond } from "../dispatcher-bursts.js";
+import { mergeLoads } from "../load/interleave.js";
+import { runLoad } from "../load/run-load.js";
+import { startReplica, type Replica } from "../replicas.js";
+import { atLeast, type BenchmarkResult } from "../result.js";
+import { round2 } from "../stats.js";
+
+const run = promisify(execFile);
+
+/** Replica counts of every curve (a quick run stops at 2), and the scale-out each count must reach (issue 25 item 3). */
+const REPLICA_COUNTS = [1, 2, 4];
+const QUICK_REPLICA_COUNTS = [1, 2];
+const TARGETS: Record<number, number> = { 2: 1.8, 4: 3.4 };
+
+/**
+ * Share of one core per replica. Small enough that four replicas (plus their load) leave the rest of the system
+ * (PostgreSQL, NATS, the jobs service, the receiver, the load generators) the other cores, so the curve measures the
+ * service's design and not the machine.
+ */
+const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
+
+/** One point of a curve: `replicas` capped processes and what they did per second. */
+interface Point {
+  replicas: number;
+  perSecond: number;
+  rounds: number[];
+}
+
+/**
+ * Benchmark 13 (issue "Scale", item 3): N replicas of the dispatcher, the worker and the gateway, each replica held to
+ * the same fixed share of a core (cgroup v1 CFS quota), at N = 1, 2, 4; the system's own uncapped process of that
+ * service is stopped meanwhile (the gateway's is left idle: the load goes to the replicas). Reports the rate at each N
+ * and N's rate over 1's.
+ */
+export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkResult[]> {
+  const unavailable = cpuCapUnavailable();
+  if (unavailable !== undefined) {
+    ctx.log(`  skipped: ${unavailable}`);
+    return [
+      {
+        id: "capped-replicas",
+        title: "13. Capped replicas (dispatcher, worker, gateway)",
+        baseline: "1 capped replica of the same service",
+        columns: ["service"],
+        rows: [],
+        targets: [],
+        notes: [`Skipped: ${unavailable}. The curves need a fixed CPU share per replica; without one, N replicas share the same cores as everything else and the figure says nothing about the design.`],
+        data: { skipped: unavailable },
+      },
+    ];
+  }
+  const rounds = ctx.sizes.quick ? 1 : 3;
+  const curves: Array<{ service: string; unit: string; cores: number; points: Point[] }> = [];
+  curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, rounds) });
+  // A quick run (the one `npm test` makes) checks the machinery on the dispatcher alone: each capped worker or
+  // gateway replica takes tens of seconds to start on a loaded machine.
+  if (!ctx.sizes.quick) {
+    curves.push({ service: "worker", unit: "jobs/s", cores: CAPS.worker, points: await workerCurve(ctx, Math.min(rounds, 2)) });
+    curves.push({ service: "gateway", unit: "req/s", cores: CAPS.gateway, points: await gatewayCurve(ctx, rounds) });
+  }
+
+  const rows = curves.flatMap(({ service, unit, cores, points }) =>
+    points.map((point) => [service, `${cores} core`, point.replicas, `${round2(point.perSecond)} ${unit}`, `${round2(point.perSecond / points[0]!.perSecond)}x`, point.rounds.map((r) => round2(r)).join(", ")]),
+  );
+  const targets = curves.flatMap(({ service, points }) =>
+    points.filter((point) => TARGETS[point.replicas] !== undefined).map((point) => atLeast(`${service} ${point.replicas} vs 1 replica`, round2(point.perSecond / points[0]!.perSecond), TARGETS[point.replicas]!, "x")),
+  );
+  return [
+    {
+      id: "capped-replicas",
+      title: "13. Capped replicas (dispatcher, worker, gateway)",
+      baseline: "1 replica of the same service under the same CPU cap, measured in the same run",
+      columns: ["service", "cap per replica", "replicas", "rate", "vs 1", "rounds"],
+      rows,
+      targets,
+      notes: [
+        "Each replica is its own process in its own cgroup v1 group (cpu.cfs_quota_us / cpu.cfs_period_us = the cap); the system's own process of that service is stopped while its curve runs (the gateway's stays up, idle).",
+        `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhook.length} starter orgs (as benchmark 4), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
+        `${rounds} round(s) per point (the worker's: at most 2); the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
+      ],
+      data: { caps: CAPS, curves },
+    },
+  ];
+}
+
+/** Starts `count` capped replicas of `service` beside the ones in `replicas`, each in its own group. */
+async function growTo(ctx: BenchContext, service: ServiceName, cores: number, replicas: Array<{ replica: Replica; cap: CpuCap }>, count: number, extraEnv: Record<string, string> = {}): Promise<void> {
+  while (replicas.length < count) {
+    const replica = await startReplica(service, ctx.env.system.env, { extraEnv });
+    const cap = createCpuCap(`${service}-${replicas.length}`, cores);
+    cap.add(replica.child.pid!);
+    replicas.push({ replica, cap });
+  }
+}
+
+async function stopAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): Promise<void> {
+  await Promise.all(replicas.map(({ replica }) => replica.stop()));
+  for (const { cap } of replicas) cap.remove();
+}
+
+/** The dispatcher's curve: the system's dispatcher is stopped, N capped ones consume the job events. */
+async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
+  const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
+  // Events per round: a few seconds of work for one capped replica.
+  const events = ctx.sizes.quick ? 400 : 2000;
+  const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
+  const points: Point[] = [];
+  ctx.log(`  webhook-dispatcher: replicas at ${CAPS.dispatcher} core each, ${rounds} round(s) of ${events} events per point`);
+  await ctx.env.system.kill("webhook-dispatcher");
+  try {
+    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
+      await growTo(ctx, "webhook-dispatcher", CAPS.dispatcher, replicas, count);
+      // Unmeasured: a new replica starts cold (JIT, target cache, connections).
+      await burstDeliveries(ctx, orgIds, Math.round(events / 4), `${count} capped dispatcher(s), warm-up`);
+      const bursts = [];
+      for (let round = 0; round < rounds; round += 1) bursts.push(await burstDeliveries(ctx, orgIds, events, `${count} capped dispatcher(s)`));
+      points.push({
+        replicas: count,
+        perSecond: perSecond(bursts.reduce((sum, b) => sum + b.events, 0), bursts.reduce((sum, b) => sum + b.spanMs, 0)),
+        rounds: bursts.map((b) => perSecond(b.events, b.spanMs)),
+      });
+    }
+  } finally {
+    await stopAll(replicas);
+    await ctx.env.system.start("webhook-dispatcher");
+  }
+  return points;
+}
+
+/** The worker's curve: the system's worker is stopped, N capped ones take the dispatches. */
+async function workerCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
+  const dir = await mkdtemp(join(tmpdir(), "rb-bench-capped-"));
+  const clip = join(dir, "clip4s.mp4");
+  await run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=duration=4:size=640x360:rate=25", "-f", "lavfi", "-i", "sine=duration=4", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip]);
+  const source = ctx.inputs.publish("capped-clip4s.mp4", clip);
+  // Jobs per round: enough to keep 4 replicas (2 jobs each at a time) busy for a while.
+  const jobs = 16;
+  const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
+  const points: Point[] = [];
+  ctx.log(`  worker: replicas at ${CAPS.worker} core each, ${rounds} round(s) of ${jobs} transcodes per point`);
+  await ctx.env.system.kill("worker");
+  try {
+    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
+      await growTo(ctx, "worker", CAPS.worker, replicas, count);
+      await transcodeRound(ctx, source, count * 2);
+      const rates: number[] = [];
+      let total = 0;
+      let spanMs = 0;
+      for (let round = 0; round < rounds; round += 1) {
+        const span = await transcodeRound(ctx, source, jobs);
+        rates.push(perSecondFine(jobs, span));
+        total += jobs;
+        spanMs += span;
+        ctx.log(`    ${jobs} transcodes, ${count} capped worker(s): ${round2(perSecondFine(jobs, span))} jobs/s`);
+      }
+      points.push({ replicas: count, perSecond: perSecondFine(total, spanMs), rounds: rates });
+    }
+  } finally {
+    await stopAll(replicas);
+    await ctx.env.system.start("worker");
+    await rm(dir, { recursive: true, force: true });
+  }
+  return points;
+}
+
+const perSecondFine = (count: number, ms: number) => count / Math.max(0.001, ms / 1000);
+
+/** Submits `jobs` transcodes at once and resolves the span from the first start to the last completion (ms). */
+async function transcodeRound(ctx: BenchContext, source: string, jobs: number): Promise<number> {
+  const headers = { authorization: `Bearer ${ctx.orgs.main.key}`, "content-type": "application/json" };
+  const ids = await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      const response = await fetch(`${ctx.gatewayUrl}/jobs`, { method: "POST", headers, body: JSON.stringify({ type: "transcode", inputs: { source }, params: { preset: "veryfast" } }) });
+      if (response.status !== 201) throw new Error(`POST /jobs answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { data: { id: string } }).data.id;
+    }),
+  );
+  const deadline = Date.now() + 600_000;
+  const done = new Map<string, { startedAt: number; completedAt: number }>();
+  while (done.size < ids.length) {
+    if (Date.now() > deadline) throw new Error(`${ids.length - done.size} transcodes not done after 10 minutes`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    for (const id of ids.filter((candidate) => !done.has(candidate))) {
+      const job = ((await (await fetch(`${ctx.gatewayUrl}/jobs/${id}`, { headers })).json()) as { data: { status: string; timing: { startedAt: string | null; completedAt: string | null }; error?: unknown } }).data;
+      if (job.status === "failed" || job.status === "cancelled") throw new Error(`transcode ${id} ${job.status}: ${JSON.stringify(job.error)}`);
+      if (job.status === "completed") done.set(id, { startedAt: Date.parse(job.timing.startedAt!), completedAt: Date.parse(job.timing.completedAt!) });
+    }
+  }
+  const times = [...done.values()];
+  return Math.max(...times.map((t) => t.completedAt)) - Math.min(...times.map((t) => t.startedAt));
+}
+
+/** The gateway's curve: N capped gateways beside the system's (idle) one, each under its own load generator. */
+async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
+  const auth = { authorization: `Bearer ${ctx.orgs.main.key}` };
+  const job = await fetch(`${ctx.gatewayUrl}/jobs`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ type: "extract.metadata", inputs: { source: ctx.inputs.clipUrl } }),
+  }).then(async (response) => ((await response.json()) as { data: { id: string } }).data);
+  const seconds = ctx.sizes.quick ? 2 : 4;
+  // Per replica: enough connections to keep one capped gateway busy.
+  const connections = 16;
+  const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
+  const points: Point[] = [];
+  ctx.log(`  gateway: replicas at ${CAPS.gateway} core each, GET /jobs/{id}, ${connections} connections per replica, ${rounds} round(s) of ${seconds} s`);
+  try {
+    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
+      await growTo(ctx, "gateway", CAPS.gateway, replicas, count);
+      const load = (durationSeconds: number) =>
+        Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds })));
+      await load(1);
+      const rates: number[] = [];
+      for (let round = 0; round < rounds; round += 1) {
+        const results = await load(seconds);
+        const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
+        const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
+        if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
+        rates.push(merged);
+        ctx.log(`    ${count} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
+      }
+      points.push({ replicas: count, perSecond: rates.reduce((sum, rate) => sum + rate, 0) / rates.length, rounds: rates });
+    }
+  } finally {
+    await stopAll(replicas);
+  }
+  return points;
+}

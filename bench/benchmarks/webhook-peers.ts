@@ -1,0 +1,159 @@
+import { STREAMS } from "@renderbus/bus";
+import type { BenchContext } from "../context.js";
+import { quiesce } from "../quiesce.js";
+import { startReplica } from "../replicas.js";
+import { cpuSnapshot, cpuSpent, systemProcesses } from "../cpu.js";
+import { takeTurns } from "../load/interleave.js";
+import { startPeerSender, type PeerSender } from "../peers/peer-sender.js";
+import type { PeerKind } from "../peers/peer-child.js";
+import { atLeast, type BenchmarkResult } from "../result.js";
+import { round2 } from "../stats.js";
+import { SyntheticEvents } from "../synthetic-events.js";
+import { isFirstAttempt, settleDispatcher } from "../dispatcher-bursts.js";
+
+/** The dispatcher's attempts in flight per process (DISPATCHER_CONCURRENCY) and its PostgreSQL pool (DATABASE_MAX_CONNECTIONS). */
+const CONCURRENCY = 64;
+const POOL_SIZE = 10;
+const PEERS: PeerKind[] = ["graphile-worker", "pg-boss"];
+/** Tables the peers churn, vacuumed before every round as the dispatcher's are (see settleDispatcher). */
+const PEER_TABLES = ["peer_graphile_worker.attempts", "peer_graphile_worker_queue._private_jobs", "peer_pg_boss.attempts", "peer_pg_boss_queue.job"];
+
+type Sender = "dispatcher" | PeerKind;
+
+/** One round of one sender: a burst of webhooks and the CPU every accounted process spent on it. */
+interface Round {
+  events: number;
+  /** First attempt received -> last received. */
+  spanMs: number;
+  /** CPU ms per group (dispatcher, services, postgres, nats, and each peer process) from the burst to the end of its tail. */
+  cpuMs: Record<string, number>;
+}
+
+interface SenderFigures {
+  sender: Sender;
+  events: number;
+  deliveriesPerSecond: number;
+  /** ms of CPU per delivery: the sender's own process, PostgreSQL, NATS, the other services, and their sum. */
+  perDelivery: { process: number; postgres: number; nats: number; otherServices: number; total: number };
+  rounds: Round[];
+}
+
+const perSecond = (count: number, ms: number) => Math.round(count / Math.max(0.001, ms / 1000));
+
+function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
+  const events = rounds.reduce((sum, r) => sum + r.events, 0);
+  const spent = (group: string) => rounds.reduce((sum, r) => sum + (r.cpuMs[group] ?? 0), 0) / Math.max(1, events);
+  const own = spent(sender === "dispatcher" ? "dispatcher" : sender);
+  const postgres = spent("postgres");
+  // For the dispatcher, everything it needs: the other services (the jobs service projects every delivery) and NATS.
+  const nats = sender === "dispatcher" ? spent("nats") : 0;
+  const otherServices = sender === "dispatcher" ? spent("services") - own : 0;
+  return {
+    sender,
+    events,
+    deliveriesPerSecond: perSecond(events, rounds.reduce((sum, r) => sum + r.spanMs, 0)),
+    perDelivery: { process: round2(own), postgres: round2(postgres), nats: round2(nats), otherServices: round2(otherServices), total: round2(own + postgres + nats + otherServices) },
+    rounds,
+  };
+}
+
+/**
+ * Issue 25: our dispatcher against webhook senders a team would build on a PostgreSQL job queue (bench/peers/), taking
+ * turns round by round in the same run, each through the same receiver with 64 attempts in flight, 10 PostgreSQL
+ * connections and the same HTTP client settings; and the CPU each spends per delivery, from /proc.
+ */
+export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkResult> {
+  const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
+  const count = ctx.sizes.throughputEvents;
+  const peers = new Map<PeerKind, PeerSender>();
+  // --profile: a second dispatcher replica under --cpu-prof takes its share of the deliveries (the profile is written
+  // when it stops; the throughput of such a run is not comparable).
+  const profiled = ctx.profileDir ? await startReplica("webhook-dispatcher", ctx.env.system.env, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${ctx.profileDir}`] }) : undefined;
+  try {
+    for (const kind of PEERS) peers.set(kind, await startPeerSender({ kind, databaseUrl: ctx.env.databaseUrl, concurrency: CONCURRENCY, poolSize: POOL_SIZE, secret: "whsec_YmVuY2ggcGVlciBzZWNyZXQ=" }));
+    const system = systemProcesses(ctx.env.namespace);
+    const peerPids = Object.fromEntries([...peers].map(([kind, peer]) => [kind, peer.pid]));
+    ctx.log(`  processes: ${system.services.map((s) => `${s.name} ${s.pid}`).join(", ")}, postgres ${system.postgres.postmaster}, nats ${system.nats.join(" ")}, ${[...peers].map(([k, p]) => `${k} ${p.pid}`).join(", ")}`);
+    const snapshot = () => cpuSnapshot(system, peerPids);
+
+    const dispatcherRound = async (measure: boolean): Promise<Round> => {
+      await settleDispatcher(ctx, PEER_TABLES);
+      const events = new SyntheticEvents(ctx.bus, orgIds);
+      const size = measure ? count : Math.min(1000, count);
+      ctx.receiver.reset();
+      const before = snapshot();
+      const started = performance.now();
+      await events.burst(size);
+      const publishedMs = performance.now() - started;
+      await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), size, 180_000);
+      const arrivals = ctx.receiver.received.filter(isFirstAttempt(events.jobIdPrefix)).map((r) => r.receivedAt);
+      // The tail (announcements relayed, projected by the jobs service) is part of what a delivery costs.
+      await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
+      const cpuMs = cpuSpent(before, snapshot());
+      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs };
+      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (events published in ${Math.round(publishedMs)} ms)`);
+      return round;
+    };
+
+    const peerRound = async (kind: PeerKind, measure: boolean): Promise<Round> => {
+      const peer = peers.get(kind)!;
+      await settleDispatcher(ctx, PEER_TABLES);
+      const prefix = `job_peer${kind.replace(/[^a-z]/g, "")}${Date.now().toString(36)}_`;
+      const size = measure ? count : Math.min(1000, count);
+      ctx.receiver.reset();
+      const before = snapshot();
+      await peer.burst(size, prefix, ctx.receiver.url);
+      await ctx.receiver.waitFor(isFirstAttempt(prefix), size, 180_000);
+      const arrivals = ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
+      await peer.drain();
+      const cpuMs = cpuSpent(before, snapshot());
+      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs };
+      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs[kind]! / size)} ms CPU/delivery in its process`);
+      return round;
+    };
+
+    // Warm-up (unmeasured): connections, JIT, the target cache.
+    await dispatcherRound(false);
+    for (const kind of PEERS) await peerRound(kind, false);
+
+    ctx.log(`  deliveries/s, dispatcher and peers taking turns: ${ctx.sizes.rounds} rounds of ${count} webhooks each`);
+    const rounds = await takeTurns<Record<Sender, Round>>(ctx.sizes.rounds, {
+      dispatcher: () => dispatcherRound(true),
+      "graphile-worker": () => peerRound("graphile-worker", true),
+      "pg-boss": () => peerRound("pg-boss", true),
+    });
+    const figures = (Object.keys(rounds) as Sender[]).map((sender) => figuresOf(sender, rounds[sender]));
+    const ours = figures.find((f) => f.sender === "dispatcher")!;
+    const best = figures.filter((f) => f.sender !== "dispatcher").sort((a, b) => b.deliveriesPerSecond - a.deliveriesPerSecond)[0]!;
+    const ratio = round2(ours.deliveriesPerSecond / Math.max(1, best.deliveriesPerSecond));
+
+    return {
+      id: "webhook-peers",
+      title: "8. Webhook senders side by side: our dispatcher and job-queue peers",
+      baseline: `the fastest peer of the run (${best.sender}); every sender takes turns with the others, ${ctx.sizes.rounds} rounds of ${count} webhooks, 64 attempts in flight, 10 PostgreSQL connections, the same receiver`,
+      columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "PostgreSQL", "NATS", "other services", "total"],
+      rows: figures.map((f) => [
+        f.sender === "dispatcher" ? "Renderbus webhook-dispatcher" : `${f.sender} (bench/peers)`,
+        f.events,
+        f.deliveriesPerSecond,
+        round2(f.deliveriesPerSecond / Math.max(1, best.deliveriesPerSecond)),
+        f.perDelivery.process,
+        f.perDelivery.postgres,
+        f.sender === "dispatcher" ? f.perDelivery.nats : "-",
+        f.sender === "dispatcher" ? f.perDelivery.otherServices : "-",
+        f.perDelivery.total,
+      ]),
+      targets: [atLeast("dispatcher deliveries/s vs the fastest peer", ratio, 1.3, "x")],
+      notes: [
+        "Peers (bench/peers/peer-child.ts), each in its own process: a webhook is a job committed to PostgreSQL before it is sent (added in bulk, 256 a statement), every attempt inserts a row into the peer's own attempts table before the job is settled, a failed attempt is retried with the queue's exponential backoff (4 attempts in all). graphile-worker runs with its documented throughput settings (local queue of 65, batched completions), pg-boss with 8 workers x batches of 8 settled per job and LISTEN/NOTIFY. Both use Node's core HTTP client with the dispatcher's socket cap (16) and send the same signed headers.",
+        "The dispatcher's webhooks start as job.running events on JetStream (published by the bench, as the jobs service would), so each delivery also costs an ingest (delivery row), an attempt record with its outbox announcement, a NATS publish and the jobs service's projection: the peers do none of those, they only send and record.",
+        "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat, from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
+        "On a shared machine absolute figures move between runs; compare the ratios within one run.",
+      ],
+      data: { figures, ratio, best: best.sender },
+    };
+  } finally {
+    for (const peer of peers.values()) await peer.stop().catch(() => undefined);
+    await profiled?.stop();
+  }
+}

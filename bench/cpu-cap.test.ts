@@ -1,0 +1,34 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { cpuCapUnavailable, createCpuCap } from "./cpu-cap.js";
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const unavailable = cpuCapUnavailable();
+
+describe("CPU cap (cgroup v1)", () => {
+  it.skipIf(unavailable !== undefined)("holds a busy process to its share of a core, and releases it on remove", async () => {
+    const busy = spawn(process.execPath, ["-e", "for(;;){}"], { stdio: "ignore" });
+    const cap = createCpuCap("test", 0.1);
+    try {
+      cap.add(busy.pid!);
+      const before = cpuSeconds(busy.pid!);
+      await new Promise((done) => setTimeout(done, 2000));
+      const used = cpuSeconds(busy.pid!) - before;
+      // 0.1 core for 2 s is 0.2 s; a whole core would be 2 s. Loose bounds: the machine is shared.
+      expect(used).toBeLessThan(0.6);
+    } finally {
+      cap.remove();
+      busy.kill("SIGKILL");
+    }
+  });
+
+  it("refuses a share that is not a positive number of cores", () => {
+    expect(() => createCpuCap("bad", 0)).toThrow(/CPU cap/);
+  });
+});

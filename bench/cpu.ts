@@ -1,0 +1,114 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { findServiceProcesses } from "./memory.js";
+
+/** Clock ticks per second of /proc/<pid>/stat's times (CLK_TCK; 100 on Linux unless built otherwise). */
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+interface ProcStat {
+  comm: string;
+  ppid: number;
+  /** utime + stime, ms. */
+  ownMs: number;
+  /** cutime + cstime, ms: children that exited and were reaped (a PostgreSQL backend that disconnected). */
+  reapedMs: number;
+}
+
+function procStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after its last ')'.
+  const close = text.lastIndexOf(")");
+  const comm = text.slice(text.indexOf("(") + 1, close);
+  const fields = text.slice(close + 2).split(" ");
+  // fields[0] is field 3 (state): utime is field 14, stime 15, cutime 16, cstime 17.
+  const at = (field: number) => Number(fields[field - 3]);
+  const toMs = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
+  return { comm, ppid: at(4), ownMs: toMs(at(14) + at(15)), reapedMs: toMs(at(16) + at(17)) };
+}
+
+/** Every process under `root` (itself excluded), from /proc/<pid>/task/<tid>/children. */
+function descendants(root: number): number[] {
+  const out: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.shift()!;
+    let children: number[] = [];
+    try {
+      children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      // gone
+    }
+    out.push(...children);
+    queue.push(...children);
+  }
+  return out;
+}
+
+/** CPU ms of a set of processes; the reaped children of a PostgreSQL postmaster count (its backends come and go). */
+function cpuMsOf(pids: number[], { withReaped = false }: { withReaped?: boolean } = {}): number {
+  let total = 0;
+  for (const pid of pids) {
+    const stat = procStat(pid);
+    if (stat) total += stat.ownMs + (withReaped ? stat.reapedMs : 0);
+  }
+  return total;
+}
+
+/** The processes of the benchmarked system, as groups whose CPU is accounted separately. */
+export interface SystemProcesses {
+  /** The service processes by name (`webhook-dispatcher`, `jobs`, ...), from the run's NATS namespace. */
+  services: Array<{ name: string; pid: number }>;
+  /** The PostgreSQL server the bench started: its postmaster and every backend. */
+  postgres: { postmaster: number | undefined; all: number[] };
+  /** nats-server processes the bench started. */
+  nats: number[];
+}
+
+/** Finds the system's processes now (call again after a replica starts: backends come and go, which is accounted). */
+export function systemProcesses(namespace: string): SystemProcesses {
+  const tree = descendants(process.pid);
+  const stats = new Map(tree.map((pid) => [pid, procStat(pid)]));
+  const postgres = tree.filter((pid) => stats.get(pid)?.comm.startsWith("postgres"));
+  const postmaster = postgres.find((pid) => !postgres.includes(stats.get(pid)!.ppid));
+  return {
+    services: findServiceProcesses(namespace),
+    postgres: { postmaster, all: postgres },
+    nats: tree.filter((pid) => stats.get(pid)?.comm === "nats-server"),
+  };
+}
+
+/** CPU ms of PostgreSQL (postmaster with its reaped backends, plus the live ones). */
+export function postgresCpuMs(system: SystemProcesses): number {
+  const { postmaster } = system.postgres;
+  // Backends are re-listed now: one connected after the list was made counts too.
+  const live = postmaster ? descendants(postmaster) : [];
+  return (postmaster ? cpuMsOf([postmaster], { withReaped: true }) : 0) + cpuMsOf(live);
+}
+
+/** CPU ms of each accounted group right now: `dispatcher` (every replica), `services`, `postgres`, `nats`, and `extra` pids. */
+export function cpuSnapshot(system: SystemProcesses, extra: Record<string, number> = {}): Record<string, number> {
+  const dispatcher = system.services.filter((s) => s.name.startsWith("webhook-dispatcher")).map((s) => s.pid);
+  return {
+    dispatcher: cpuMsOf(dispatcher),
+    services: cpuMsOf(system.services.map((s) => s.pid)),
+    postgres: postgresCpuMs(system),
+    nats: cpuMsOf(system.nats),
+    ...Object.fromEntries(Object.entries(extra).map(([name, pid]) => [name, cpuMsOf([pid])])),
+  };
+}
+
+/** after - before, per group. */
+export function cpuSpent(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.keys(after).map((name) => [name, Math.max(0, (after[name] ?? 0) - (before[name] ?? 0))]));
+}
