@@ -172,7 +172,7 @@ describe("deploy manifests", () => {
 
   it("keeps secrets in a Secret and tells services to create streams with 3 replicas", () => {
     const secret = named("Secret", "renderbus-secrets")!;
-    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
+    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
     const config = named("ConfigMap", "renderbus-config")!;
     expect(config.data.NATS_REPLICAS).toBe("3");
     for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
@@ -228,6 +228,8 @@ describe("deploy manifests", () => {
       SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
       BETTER_AUTH_SECRET: "x".repeat(48),
       SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"k".repeat(32)}`).join(","),
+      S3_ACCESS_KEY_ID: "AKIAREALKEYID",
+      S3_SECRET_ACCESS_KEY: "a-real-s3-secret-access-key",
     };
     for (const service of SERVICES) {
       const own = Object.fromEntries(
@@ -239,8 +241,19 @@ describe("deploy manifests", () => {
     // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
     const refused = (service: ServiceName) => [...new Set(SCHEMAS[service].safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData }).error?.issues.map((issue) => issue.path.join(".")))].sort();
     expect(refused("auth")).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
-    expect(refused("gateway")).toContain("OUTPUT_SIGNING_SECRET");
-    expect(refused("worker")).toContain("OUTPUT_SIGNING_SECRET");
+    expect(refused("gateway")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
+    expect(refused("worker")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
+  });
+
+  it("keeps outputs in an S3 bucket: no shared volume, and the gateway and the worker reach the store over HTTPS", () => {
+    const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
+    expect(config).toMatchObject({ STORAGE: "s3", S3_BUCKET: expect.any(String) });
+    for (const service of ["gateway", "worker"] as const) {
+      const pod = serviceDeployment(service).spec.template.spec as Doc;
+      expect(pod.volumes ?? [], service).toEqual([]);
+      expect(containerOf(serviceDeployment(service)).volumeMounts ?? [], service).toEqual([]);
+    }
+    expect(ofKind("PersistentVolumeClaim")).toEqual([]);
   });
 });
 
@@ -252,12 +265,13 @@ describe("docker-compose.yml", () => {
     SECRETS_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
     BETTER_AUTH_SECRET: "o".repeat(48),
     SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"c".repeat(32)}`).join(","),
+    S3_SECRET_ACCESS_KEY: "an-operator-chosen-minio-secret",
   };
   /** `${NAME:-default}` as compose resolves it with NAME unset, `${NAME:?message}` with NAME exported. */
   const interpolate = (value: unknown) =>
     String(value)
-      .replace(/\$\{([A-Z_]+):-([^}]*)\}/g, (_match, name: string, fallback: string) => operatorSecrets[name] ?? fallback)
-      .replace(/\$\{([A-Z_]+):\?[^}]*\}/g, (_match, name: string) => operatorSecrets[name] ?? "");
+      .replace(/\$\{([A-Z0-9_]+):-([^}]*)\}/g, (_match, name: string, fallback: string) => operatorSecrets[name] ?? fallback)
+      .replace(/\$\{([A-Z0-9_]+):\?[^}]*\}/g, (_match, name: string) => operatorSecrets[name] ?? "");
   const envOf = (service: string): Record<string, string> =>
     Object.fromEntries(Object.entries(compose.services[service].environment as Record<string, unknown>).map(([key, value]) => [key, interpolate(value)]));
 
@@ -310,14 +324,30 @@ describe("docker-compose.yml", () => {
   it("runs MODE=production by default and has no default for any secret (compose stops naming the missing one)", () => {
     const common = compose["x-common-env"] as Record<string, string>;
     expect(common.MODE).toBe("${MODE:-production}");
-    for (const secret of ["OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEYS", "BETTER_AUTH_SECRET"]) {
+    for (const secret of ["OUTPUT_SIGNING_SECRET", "SECRETS_ENCRYPTION_KEYS", "BETTER_AUTH_SECRET", "S3_SECRET_ACCESS_KEY"]) {
       expect(common[secret], secret).toMatch(new RegExp(`^\\$\\{${secret}:\\?set ${secret}\\b[^}]*\\}$`));
     }
     expect(common.SECRETS_ENCRYPTION_KEY).toBeUndefined();
     expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV [^]*?\bMODE=production\b/m);
   });
 
-  it("shares one output volume between the worker and the gateway", () => {
+  it("keeps outputs in MinIO by default: the services' S3 settings name its bucket and its root user's secret", () => {
+    const minio = compose.services.minio as Doc;
+    expect(minio.image).toMatch(/^minio\/minio:RELEASE\./);
+    expect(minio.ports).toBeUndefined();
+    expect(compose.services["minio-setup"].entrypoint).toEqual(["mc", "mb", "--ignore-existing", "store/renderbus"]);
+    for (const service of ["worker", "gateway"]) {
+      const env = envOf(service);
+      expect(env, service).toMatchObject({ STORAGE: "s3", S3_ENDPOINT: "http://minio:9000", S3_BUCKET: "renderbus", S3_FORCE_PATH_STYLE: "true", S3_ACCESS_KEY_ID: minio.environment.MINIO_ROOT_USER });
+      expect(env.S3_SECRET_ACCESS_KEY).toBe(operatorSecrets.S3_SECRET_ACCESS_KEY);
+      expect(compose.services[service].depends_on["minio-setup"], service).toEqual({ condition: "service_completed_successfully" });
+    }
+    expect(interpolate(minio.environment.MINIO_ROOT_PASSWORD)).toBe(operatorSecrets.S3_SECRET_ACCESS_KEY);
+    // MinIO is not published: the gateway streams downloads rather than redirecting clients to it.
+    expect(envOf("gateway").S3_DOWNLOADS).toBe("stream");
+  });
+
+  it("shares one output volume between the worker and the gateway (STORAGE=local)", () => {
     expect(compose.services.worker.volumes).toContain("outputs:/data/outputs");
     expect(compose.services.gateway.volumes).toContain("outputs:/data/outputs");
     expect(envOf("worker").OUTPUT_SIGNING_SECRET).toBe(envOf("gateway").OUTPUT_SIGNING_SECRET);
@@ -381,7 +411,7 @@ describe("docker-compose.yml", () => {
 
     it("leaves out of the runtime stage every build and test tool: the lockfile marks each dev (or devOptional)", () => {
       const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, Doc> };
-      for (const tool of ["esbuild", "vite", "tsx", "vitest", "typescript", "playwright-core", "@bufbuild/buf", "ts-proto"]) {
+      for (const tool of ["esbuild", "vite", "tsx", "vitest", "typescript", "playwright-core", "@bufbuild/buf", "ts-proto", "s3rver"]) {
         const entry = lock.packages[`node_modules/${tool}`];
         expect(entry, tool).toBeDefined();
         expect(entry!.dev === true || entry!.devOptional === true, `${tool} is installed by --omit=dev --omit=optional`).toBe(true);
@@ -548,6 +578,14 @@ describe("network policies", () => {
     for (const address of PRIVATE_ADDRESSES) {
       for (const port of [80, 443, 4222, 6379, 50051]) expect(egressToAddress("webhook-dispatcher", address, port), `${address}:${port}`).toBe(false);
     }
+  });
+
+  it("lets the gateway and the worker reach the object store's placeholder range over HTTPS, and not auth or jobs", () => {
+    const store = "192.0.2.10";
+    for (const service of ["gateway", "worker"]) expect(egressToAddress(service, store, 443), service).toBe(true);
+    // The worker's public-internet rule covers the range on any port; the gateway has no such rule.
+    expect(egressToAddress("gateway", store, 80)).toBe(false);
+    for (const service of ["auth", "jobs"]) expect(egressToAddress(service, store, 443), service).toBe(false);
   });
 
   it("keeps the gateway, auth and jobs off the internet (only their database or Redis port by address)", () => {

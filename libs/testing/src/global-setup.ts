@@ -6,11 +6,16 @@
  * libs/bus/src/nats-permissions.ts, and `natsUrl` carries the harness superuser (`nats://renderbus-dev:...@`), which
  * `Bus.connect` uses; startSystem gives each service its own user. With NATS_URL set, that server is used as given and
  * the permission tests skip themselves when it lets anonymous clients in.
+ *
+ * `STORAGE=s3` without S3_ENDPOINT runs the whole run against a local S3-protocol server (local-s3.ts): its STORAGE
+ * and S3_* variables are set here, before the test processes start, so every service and store a test makes from
+ * the environment uses it.
  */
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureFfmpeg, ensureLocalInfra } from './local-infra.js';
+import { startLocalS3 } from './local-s3.js';
 import './provided-context.js';
 
 /** Projects (see vitest.config.ts) whose tests need no infrastructure. */
@@ -24,6 +29,11 @@ export default async function setup(project: TestProject): Promise<(() => Promis
 
   await ensureFfmpeg(log);
   const infra = await ensureLocalInfra({ persistent: false, dataDir: path.join(os.tmpdir(), 'renderbus-test-infra'), log });
+  const s3 = process.env.STORAGE === 's3' && !process.env.S3_ENDPOINT ? await startLocalS3({ log }) : undefined;
+  if (s3) Object.assign(process.env, s3.env);
   project.provide('infra', { databaseUrl: infra.databaseUrl, natsUrl: infra.natsUrl, redisUrl: infra.redisUrl });
-  return () => infra.stop();
+  return async () => {
+    await s3?.stop();
+    await infra.stop();
+  };
 }

@@ -2,6 +2,7 @@ export * from './local-infra.js';
 export * from './local-postgres.js';
 export * from './local-nats.js';
 export * from './local-redis.js';
+export * from './local-s3.js';
 export * from './provided-context.js';
 export * from './test-infra.js';
 export * from "./test-database.js";

@@ -63,6 +63,8 @@ export interface SystemOptions {
   uploadDir?: string;
   /** Extra environment for every service (MODE, retry schedule, ...). */
   env?: Record<string, string>;
+  /** Environment of one service only, over `env` (e.g. a worker with an OUTPUT_DIR of its own). */
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
   /** Each line a service prints, with its name. */
   onLine?: (service: ServiceName, line: string) => void;
   /** A service process exited without this system's stop() or kill() asking it to (npm start's supervisor). */
@@ -138,7 +140,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     const { command, args } = serviceCommand(options.repoRoot, service, runtime);
     const child = spawn(command, args, {
       cwd: options.repoRoot,
-      env: { ...process.env, ...env, ...natsUserEnv(options.natsUrl, service) },
+      env: { ...process.env, ...env, ...options.serviceEnv?.[service], ...natsUserEnv(options.natsUrl, service) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     children.set(service, child);
@@ -175,7 +177,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const { command, args } = serviceCommand(options.repoRoot, "gateway", runtime);
       const child = spawn(command, args, {
         cwd: options.repoRoot,
-        env: { ...process.env, ...env, ...natsUserEnv(options.natsUrl, "gateway"), GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
+        env: { ...process.env, ...env, ...options.serviceEnv?.gateway, ...natsUserEnv(options.natsUrl, "gateway"), GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
         stdio: ["ignore", "pipe", "pipe"],
       });
       extraGateways.push(child);

@@ -17,3 +17,12 @@ export function testInfra(): TestInfraUrls {
   }
   return infra;
 }
+
+/**
+ * STORAGE and the S3_* variables when the run asks for `STORAGE=s3` (the global setup then points them at its local
+ * S3 server), else nothing: spread into a config a test builds itself, so its outputs go where the run's do.
+ */
+export function testStorageEnv(): Record<string, string> {
+  if (process.env.STORAGE !== 's3') return {};
+  return Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => /^(STORAGE|S3_[A-Z_]+)$/.test(entry[0]) && entry[1] !== undefined));
+}

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { commonConfigSchema, env, requireProductionSecrets } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
+import { requireStorageSettings, storageVariables } from "@renderbus/storage";
 
 /** Gateway configuration: parsed once from the environment in main.ts. */
 export const gatewayConfigSchema = commonConfigSchema.extend({
@@ -52,6 +53,9 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   AUTH_PASSWORD_RESET_PER_IP_LIMIT: z.coerce.number().int().positive().default(5),
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
   REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
+  /** Where outputs are read from: STORAGE, S3_* (libs/storage storage-config.ts), the worker's store. */
+  ...storageVariables,
+  /** With STORAGE=local: the directory the worker writes outputs to. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
   /**
    * Where tus uploads are stored (docs/uploads.md). Workers read finished uploads from the same directory: give them
@@ -60,6 +64,13 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   UPLOAD_DIR: z.string().default(".data/uploads"),
   /** Hours an upload is kept after its creation, finished or not; a job must be submitted with it before then. */
   UPLOAD_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  /**
+   * With STORAGE=s3, how `/outputs` links deliver: `redirect` (302 to a presigned URL of the store, the bytes skip
+   * the gateway; clients must reach S3_PUBLIC_ENDPOINT or S3_ENDPOINT) or `stream` (through the gateway).
+   */
+  S3_DOWNLOADS: z.enum(["redirect", "stream"]).default("redirect"),
+  /** With S3_DOWNLOADS=redirect: how long the presigned URL of a redirect stays valid (never past the link's own expiry). */
+  S3_PRESIGN_SECONDS: z.coerce.number().int().min(1).max(604_800).default(300),
   /** HMAC key of download URLs; must equal the worker's. Required in production (the default is refused there). */
   OUTPUT_SIGNING_SECRET: z.string().min(16).default("dev-output-signing-secret-change-me"),
   /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */
@@ -102,6 +113,7 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })
   // The default above is published: production refuses to start with it (or any other known development value).
-  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }));
+  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }))
+  .superRefine(requireStorageSettings);
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -4,7 +4,7 @@ import type { Bus } from "@renderbus/bus";
 import type { PromiseClient } from "@renderbus/rpc";
 import type { Logger } from "@renderbus/telemetry";
 import type { Plan, PlanName } from "@renderbus/plans";
-import type { OutputStore } from "@renderbus/storage";
+import type { ObjectStore } from "@renderbus/storage";
 import type { UploadStore } from "@renderbus/uploads";
 import type { GatewayConfig } from "./config.js";
 import type { CredentialResolver } from "./auth/credential-resolver.js";
@@ -27,7 +27,7 @@ export interface GatewayDeps {
   redis: Redis;
   credentials: CredentialResolver;
   rateLimiter: RateLimiter;
-  outputs: OutputStore;
+  outputs: ObjectStore;
   uploads: UploadStore;
   jobEvents: JobEventHub;
   /** Running jobs' live progress (absent in gateways built without NATS: every job then shows none while running). */

@@ -4,7 +4,7 @@ import { Bus } from "@renderbus/bus";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createMetricsRegistry, instrumentHttpServer, startMetricsServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
-import { createLocalOutputStore } from "@renderbus/storage";
+import { createObjectStore } from "@renderbus/storage";
 import { createLocalUploadStore } from "@renderbus/uploads";
 import type { GatewayConfig } from "./config.js";
 import type { GatewayDeps } from "./deps.js";
@@ -63,7 +63,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     redis,
     credentials,
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
-    outputs: createLocalOutputStore(config.OUTPUT_DIR),
+    outputs: createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
     uploads: createLocalUploadStore({ directory: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: new JobEventHub(bus),
     jobProgress: new JobProgressHub(bus),

@@ -1,10 +1,13 @@
 import { z } from "zod";
 import { commonConfigSchema, env, requireProductionSecrets, streamVariables } from "@renderbus/config";
 import { serviceTokenKeysVariable } from "@renderbus/rpc";
+import { requireStorageSettings, storageVariables } from "@renderbus/storage";
 
 /** Worker configuration: parsed once from the environment in main.ts. */
 export const workerConfigSchema = commonConfigSchema.extend({
   ...streamVariables,
+  /** Where outputs go: STORAGE, S3_* (libs/storage storage-config.ts); the gateway must point at the same store. */
+  ...storageVariables,
   /**
    * `true` turns the SSRF guard off: inputs on private, loopback and link-local addresses are then fetched (a loopback
    * demo, tests). Off by default in every mode.
@@ -14,7 +17,7 @@ export const workerConfigSchema = commonConfigSchema.extend({
   JOBS_GRPC_ADDRESS: z.string().default("127.0.0.1:50052"),
   /** The auth service, whose Billing part reserves credits before a provider starts. */
   AUTH_GRPC_ADDRESS: z.string().default("127.0.0.1:50051"),
-  /** Local output store; the gateway serves downloads from the same directory. */
+  /** With STORAGE=local: the output directory; the gateway serves downloads from the same directory. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
   /**
    * Where inputs given as upload ids are read (docs/uploads.md): the gateway's UPLOAD_DIR, the same directory on one
@@ -67,6 +70,7 @@ export const workerConfigSchema = commonConfigSchema.extend({
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })
   // The default above is published: production refuses to start with it (or any other known development value).
-  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }));
+  .superRefine(requireProductionSecrets({ OUTPUT_SIGNING_SECRET: true }))
+  .superRefine(requireStorageSettings);
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

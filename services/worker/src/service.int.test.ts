@@ -7,10 +7,10 @@ import { Bus, STREAMS } from "@renderbus/bus";
 import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError, conflict, insufficientCredits } from "@renderbus/errors";
 import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
-import { createLocalOutputStore, verifyOutputSignature } from "@renderbus/storage";
+import { createObjectStore, verifyOutputSignature } from "@renderbus/storage";
 import { createLogger } from "@renderbus/telemetry";
-import { testInfra, testNamespace } from "@renderbus/testing";
-import { workerConfigSchema } from "./config.js";
+import { testInfra, testNamespace, testStorageEnv } from "@renderbus/testing";
+import { workerConfigSchema, type WorkerConfig } from "./config.js";
 import { startWorkerService, type WorkerService } from "./service.js";
 import { createTestMedia, serveFiles } from "./testing/test-media.js";
 
@@ -96,6 +96,7 @@ let bus: Bus;
 let worker: WorkerService;
 let mediaDir: string;
 let outputDir: string;
+let config: WorkerConfig;
 let files: { url: string; close(): Promise<void> };
 const spawned = new Map<string, number>();
 
@@ -113,7 +114,7 @@ beforeAll(async () => {
   billingRpc.add(auth.BillingService, billingService);
   const port = await rpc.listen(0);
   const billingPort = await billingRpc.listen(0);
-  const config = workerConfigSchema.parse({
+  config = workerConfigSchema.parse({
     MODE: "test",
     // Inputs come from a file server on 127.0.0.1.
     ALLOW_PRIVATE_ADDRESSES: "true",
@@ -125,6 +126,8 @@ beforeAll(async () => {
     OUTPUT_SIGNING_SECRET: SECRET,
     PUBLIC_URL,
     WORKER_CONCURRENCY: "2",
+    // The run's object store: the local directory above, or with STORAGE=s3 the run's S3 server.
+    ...testStorageEnv(),
   });
   worker = await startWorkerService(config, {
     logger: createLogger({ service: "worker-test", level: "warn", destination: logDestination }),
@@ -197,7 +200,7 @@ describe("worker service", () => {
     });
     expect(valid).toBe(true);
     expect(Number(url.searchParams.get("expires"))).toBeGreaterThan(Date.now() + 6 * 24 * 60 * 60 * 1000);
-    const stored = await createLocalOutputStore(outputDir).open(completed.result!.outputKey);
+    const stored = await createObjectStore(config, { area: "outputs", localDir: outputDir }).open(completed.result!.outputKey);
     expect(stored?.contentType).toBe("application/json");
     stored?.stream.destroy();
   });

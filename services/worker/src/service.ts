@@ -5,7 +5,7 @@ import { auth, jobs, type jobEvents } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { DEFAULT_PLANS } from "@renderbus/plans";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
-import { createLocalOutputStore, type OutputStore } from "@renderbus/storage";
+import { createObjectStore, type ObjectStore } from "@renderbus/storage";
 import { createLocalUploadStore } from "@renderbus/uploads";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
@@ -52,8 +52,8 @@ export interface WorkerServiceOptions {
   logger: Logger;
   /** The process's Prometheus registry (served on METRICS_PORT by runService). */
   metrics?: Registry;
-  /** Replaces the local directory store (tests, other backends). */
-  outputs?: OutputStore;
+  /** Replaces the store STORAGE names (tests). */
+  outputs?: ObjectStore;
   /** Called with each ffmpeg process id (tests check that a cancelled job's process is gone). */
   onProviderSpawn?: (jobId: string, pid: number) => void;
 }
@@ -86,7 +86,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const deps: JobRunnerDeps = {
     jobs: jobsClient,
     billing: billingClient,
-    outputs: options.outputs ?? createLocalOutputStore(config.OUTPUT_DIR),
+    outputs: options.outputs ?? createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
     uploads: createLocalUploadStore({ directory: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     inputAgent,
     logger,
@@ -121,7 +121,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const metrics = options.metrics ? registerWorkerMetrics(options.metrics, bus) : undefined;
 
   const pruneOutputs = () => {
-    deps.outputs.deleteStoredBefore?.(Date.now() - retentionMs).then(
+    deps.outputs.deleteStoredBefore(Date.now() - retentionMs).then(
       (deleted) => deleted > 0 && logger.info({ deleted }, "expired outputs deleted"),
       (error: unknown) => logger.warn({ err: error }, "deleting expired outputs failed"),
     );
@@ -195,7 +195,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
       }
     },
   });
-  logger.info({ workerId, concurrency: config.WORKER_CONCURRENCY, mode: config.MODE }, "worker started");
+  logger.info({ workerId, concurrency: config.WORKER_CONCURRENCY, mode: config.MODE, storage: deps.outputs.kind }, "worker started");
 
   return {
     workerId,

@@ -31,7 +31,7 @@ export async function registerDashboard(app: FastifyInstance, deps: GatewayDeps,
   if (!existsSync(indexFile)) {
     deps.logger.warn({ distDir }, "dashboard build missing: run `npm run build -w @renderbus/dashboard`; serving 503 at /app");
   }
-  const headers = dashboardSecurityHeaders(deps.config.PUBLIC_URL);
+  const headers = dashboardSecurityHeaders(deps.config.PUBLIC_URL, await outputRedirectOrigins(deps));
   const rootTaken = app.hasRoute({ method: "GET", url: "/" });
 
   await app.register(async (scope) => {
@@ -79,4 +79,12 @@ function isFileInside(root: string, path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The origin `/outputs/*` redirects previews to (the S3 store's presigned URLs), or none when downloads stream. */
+async function outputRedirectOrigins(deps: GatewayDeps): Promise<string[]> {
+  if (deps.config.STORAGE !== "s3" || deps.config.S3_DOWNLOADS !== "redirect") return [];
+  // Signing is local: a URL for any key shows the origin (path style or the bucket's own host name).
+  const sample = await deps.outputs.presignedDownloadUrl("origin/probe", { expiresInSeconds: 60 });
+  return sample ? [new URL(sample).origin] : [];
 }

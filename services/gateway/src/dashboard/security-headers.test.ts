@@ -23,6 +23,13 @@ describe("dashboard security headers", () => {
     expect(headers["Content-Security-Policy"]).toContain("media-src 'self' https://renderbus.example.com blob:");
   });
 
+  it("lets previews follow a redirect to the object store's origin when downloads redirect there", () => {
+    const csp = dashboardSecurityHeaders("https://renderbus.example.com", ["https://renderbus-outputs.s3.us-east-1.amazonaws.com"])["Content-Security-Policy"]!;
+    expect(csp).toContain("img-src 'self' https://renderbus.example.com https://renderbus-outputs.s3.us-east-1.amazonaws.com data: blob:");
+    expect(csp).toContain("media-src 'self' https://renderbus.example.com https://renderbus-outputs.s3.us-east-1.amazonaws.com blob:");
+    expect(csp).toContain("connect-src 'self';");
+  });
+
   it("sets nosniff and a referrer policy that keeps paths on this origin", () => {
     expect(headers["X-Content-Type-Options"]).toBe("nosniff");
     expect(headers["Referrer-Policy"]).toBe("strict-origin-when-cross-origin");

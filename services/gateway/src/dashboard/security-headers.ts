@@ -1,11 +1,13 @@
 /**
  * Response headers for every dashboard response. The app is fully bundled (no CDN, no inline scripts or styles),
  * so the policy allows only this origin; result previews come from `/outputs/*` on the public URL, which is this
- * origin unless the gateway sits behind a proxy under another name, hence the public origin is listed too.
+ * origin unless the gateway sits behind a proxy under another name, hence the public origin is listed too, and
+ * `outputOrigins`: where `/outputs/*` redirects to (the S3 store's origin, docs/operations.md#object-storage), since
+ * a redirected image or video must be allowed at its final origin too.
  */
-export function dashboardSecurityHeaders(publicUrl: string): Record<string, string> {
+export function dashboardSecurityHeaders(publicUrl: string, outputOrigins: readonly string[] = []): Record<string, string> {
   const publicOrigin = new URL(publicUrl).origin;
-  const self = `'self' ${publicOrigin}`;
+  const self = ["'self'", publicOrigin, ...outputOrigins].join(" ");
   const contentSecurityPolicy = [
     "default-src 'self'",
     "script-src 'self'",

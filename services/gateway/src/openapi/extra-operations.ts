@@ -62,7 +62,7 @@ export const extraOperations: ExtraOperation[] = [
     operationId: "downloadOutput",
     summary: "Download a job output",
     description:
-      "The `result.url` of a completed job: a signed, expiring link. The signature is the credential (no API key needed) until `expires`; outputs are kept for the retention period (7 days by default).",
+      "The `result.url` of a completed job: a signed, expiring link. The signature is the credential (no API key needed) until `expires`; outputs are kept for the retention period (7 days by default). With an S3 object store the answer may be a 302 redirect to a short-lived presigned URL of the store (docs/operations.md#object-storage): follow redirects.",
     tag: "jobs",
     authenticated: false,
     parameters: [

@@ -5,7 +5,7 @@ import type { auth, jobEvents, jobs } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { isJobTypeName, JOB_TYPES, type JobTypeName } from "@renderbus/job-types";
 import type { PromiseClient } from "@renderbus/rpc";
-import { signOutputUrl, type OutputStore } from "@renderbus/storage";
+import { signOutputUrl, type ObjectStore } from "@renderbus/storage";
 import type { Logger } from "@renderbus/telemetry";
 import type { UploadStore } from "@renderbus/uploads";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
@@ -22,7 +22,7 @@ import { runProvider } from "./run-provider.js";
 export interface JobRunnerDeps {
   jobs: PromiseClient<jobs.JobsClient>;
   billing: PromiseClient<auth.BillingClient>;
-  outputs: OutputStore;
+  outputs: ObjectStore;
   /** Where inputs given as upload ids are read from (docs/uploads.md). */
   uploads: UploadStore;
   /** How input downloads connect (the SSRF-guarded agent in production) and their per-phase deadlines. */
