@@ -9,6 +9,7 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listJobs: (client) => client.jobs.list,
   getJob: (client) => client.jobs.get,
   cancelJob: (client) => client.jobs.cancel,
+  waitForJob: (client) => client.jobs.longPoll,
   submitBatch: (client) => client.batches.submit,
   getBatch: (client) => client.batches.get,
   listBatches: (client) => client.batches.list,

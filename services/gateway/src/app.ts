@@ -16,6 +16,7 @@ import { registerJobEventStream } from "./sse/job-events.js";
 import { registerWebhookEventStream } from "./sse/webhook-events.js";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
+import { registerJobWaits } from "./jobs-wait/job-waits.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
 
 declare module "fastify" {
@@ -72,6 +73,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) => sendError(new AppError("NOT_FOUND", `No route ${request.method} ${pathOf(request.url)}`), request, reply, deps.logger));
 
   for (const route of apiRoutes) registerRoute(app, route, deps);
+  registerJobWaits(app, deps);
 
   registerHealthRoutes(app, deps);
   await registerAuthProxy(app, deps);

@@ -159,6 +159,7 @@ export const responseDataOf: Record<string, keyof typeof responseSchemas> = {
   submitJob: "Job",
   getJob: "Job",
   cancelJob: "Job",
+  waitForJob: "Job",
   listJobs: "Job",
   submitBatch: "SubmittedBatch",
   getBatch: "Batch",

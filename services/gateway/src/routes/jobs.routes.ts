@@ -6,8 +6,13 @@ import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
 import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
+import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 
 const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+
+/** `GET /jobs/{id}/wait` (MCP `wait_for_job`): the longest and the default wait (docs/mcp.md, "Long jobs"). */
+export const MAX_WAIT_SECONDS = 60;
+export const DEFAULT_WAIT_SECONDS = 30;
 
 const idempotencyKeyPart = z.strictObject({ key: idempotencyKeyHeader });
 const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
@@ -29,6 +34,9 @@ export const jobRoutes = [
     tag: "jobs",
     successStatus: 201,
     body: jobSpec,
+    // Inputs are downloaded from the URLs given.
+    effects: { openWorld: true },
+    mcpTask: "job",
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
@@ -73,6 +81,31 @@ export const jobRoutes = [
     }),
   }),
   defineRoute({
+    method: "GET",
+    url: "/jobs/:jobId/wait",
+    operationId: "waitForJob",
+    summary: "Wait for a job",
+    description:
+      `Holds the request until the job is completed, failed or cancelled, or until timeoutSeconds (0-${MAX_WAIT_SECONDS}, default ${DEFAULT_WAIT_SECONDS}) have passed, then returns the job as GET /jobs/{jobId} does (a running job with its progress). Check status: call again while it is not terminal. A client's own request timeout must be longer than timeoutSeconds.`,
+    tag: "jobs",
+    params: z.strictObject({ jobId: z.string().min(1).max(100) }),
+    query: z.strictObject({
+      timeoutSeconds: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(DEFAULT_WAIT_SECONDS).describe(`How long to wait at most, in seconds (0-${MAX_WAIT_SECONDS})`),
+    }),
+    errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    handler: async ({ params, query, auth, reply }, deps) => {
+      // The wait ends early when the client leaves (its socket closes) or the gateway shuts down.
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once("close", onClose);
+      try {
+        return { data: presentJob(await jobWaitsOf(deps).waitForJob(auth, params.jobId, query.timeoutSeconds * 1000, gone.signal)) };
+      } finally {
+        reply.raw.off("close", onClose);
+      }
+    },
+  }),
+  defineRoute({
     method: "POST",
     url: "/jobs/:jobId/cancel",
     operationId: "cancelJob",
@@ -81,6 +114,8 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "CONFLICT"],
+    // The job's work is lost; a second cancel changes nothing (409).
+    effects: { destructive: true, idempotent: true },
     handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.cancelJob({ jobId: params.jobId }, { auth })) }),
   }),
   defineRoute({
@@ -92,6 +127,8 @@ export const jobRoutes = [
     tag: "batches",
     successStatus: 201,
     body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
+    effects: { openWorld: true },
+    mcpTask: "batch",
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
