@@ -11,6 +11,7 @@ import {
   type Task,
 } from "@modelcontextprotocol/sdk/types.js";
 import { AppError, toAppError } from "@renderbus/errors";
+import { planOf } from "@renderbus/plans";
 import { presentBatch, presentJob } from "../present/present.js";
 import { jobWaitsOf, TERMINAL_JOB_STATUSES } from "../jobs-wait/job-waits.js";
 import type { McpTool } from "./mcp-tools.js";
@@ -18,8 +19,8 @@ import { countAgainstPlanLimit, logToolError, protocolErrorOf, runTool, toolResu
 
 /** What the server declares: tasks for tools/call, tasks/cancel; no tasks/list (a task is a job or batch, listed by list_jobs / list_batches). */
 export const TASK_CAPABILITIES = { cancel: {}, requests: { tools: { call: {} } } };
-/** The poll interval suggested to clients in every task (docs/mcp.md, "Tasks"). */
-export const TASK_POLL_INTERVAL_MS = 2_000;
+/** The shortest poll interval suggested to clients (docs/mcp.md, "Tasks"). */
+export const MIN_TASK_POLL_INTERVAL_MS = 2_000;
 /** How long one tasks/result holds at most before answering RequestTimeout (the client asks again). */
 export const TASK_RESULT_MAX_WAIT_MS = 10 * 60_000;
 
@@ -39,7 +40,8 @@ export function registerTaskHandlers(server: Server, context: ToolCallContext): 
       await countAgainstPlanLimit(context);
       const taskId = request.params.taskId;
       const kind = kindOf(taskId);
-      return kind === "job" ? taskOfJob(await readJob(context, taskId)) : taskOfBatch(await readBatch(context, taskId));
+      const interval = pollIntervalOf(context);
+      return kind === "job" ? taskOfJob(await readJob(context, taskId), interval) : taskOfBatch(await readBatch(context, taskId), interval);
     }),
   );
 
@@ -87,8 +89,19 @@ export async function createTask(tool: McpTool, args: Record<string, unknown> | 
     throw protocolErrorOf(logToolError(error, tool, context));
   }
   const data = body.data as { id: string };
-  if (kind === "job") return { task: taskOfJob(data as PresentedJob) };
-  return { task: taskOfBatch(await readBatch(context, data.id)) };
+  const interval = pollIntervalOf(context);
+  if (kind === "job") return { task: taskOfJob(data as PresentedJob, interval) };
+  return { task: taskOfBatch(await readBatch(context, data.id), interval) };
+}
+
+/**
+ * The poll interval suggested to this org: polling one task may use a third of the plan's requests per minute (free,
+ * 10 a minute: every 18 s), never more often than every 2 s. tasks/result, one request held until the end, is the
+ * cheaper way to wait.
+ */
+export function pollIntervalOf({ auth, deps }: Pick<ToolCallContext, "auth" | "deps">): number {
+  const perMinute = planOf(auth.plan, deps.plans).requestsPerMinute;
+  return Math.max(MIN_TASK_POLL_INTERVAL_MS, Math.ceil((3 * 60_000) / Math.max(1, perMinute)));
 }
 
 function kindOf(taskId: string): TaskKind {
@@ -112,7 +125,7 @@ const latest = (...times: Array<number | null | undefined>): number | undefined 
 };
 
 /** A job as a task: waiting, dispatched and running are working; completed, failed and cancelled are themselves. */
-export function taskOfJob(job: PresentedJob): Task {
+export function taskOfJob(job: PresentedJob, pollIntervalMs = MIN_TASK_POLL_INTERVAL_MS): Task {
   const status = job.status === "completed" || job.status === "failed" || job.status === "cancelled" ? job.status : "working";
   const percent = job.progress?.percent;
   let statusMessage = `Job ${job.status}`;
@@ -127,7 +140,7 @@ export function taskOfJob(job: PresentedJob): Task {
     lastUpdatedAt: iso(latest(timing.createdAt, timing.dispatchedAt, timing.startedAt, timing.completedAt, job.progress?.updatedAt)),
     // Job records are kept (docs/operations.md, "Data retention"): the task lasts as long as the job.
     ttl: null,
-    ...(status === "working" ? { pollInterval: TASK_POLL_INTERVAL_MS } : {}),
+    ...(status === "working" ? { pollInterval: pollIntervalMs } : {}),
   };
 }
 
@@ -135,7 +148,7 @@ export function taskOfJob(job: PresentedJob): Task {
  * A batch as a task: working until every job is terminal, then failed if any job failed, cancelled if any was
  * cancelled (and none failed), completed when all completed.
  */
-export function taskOfBatch(batch: PresentedBatch): Task {
+export function taskOfBatch(batch: PresentedBatch, pollIntervalMs = MIN_TASK_POLL_INTERVAL_MS): Task {
   const { counts } = batch;
   const finished = counts.completed + counts.failed + counts.cancelled;
   let status: Task["status"] = "working";
@@ -147,7 +160,7 @@ export function taskOfBatch(batch: PresentedBatch): Task {
     createdAt: iso(batch.timing.createdAt),
     lastUpdatedAt: iso(latest(batch.timing.createdAt, batch.timing.completedAt)),
     ttl: null,
-    ...(status === "working" ? { pollInterval: TASK_POLL_INTERVAL_MS } : {}),
+    ...(status === "working" ? { pollInterval: pollIntervalMs } : {}),
   };
 }
 
@@ -165,7 +178,7 @@ function batchResult(batch: PresentedBatch): CallToolResult | undefined {
 async function cancelJobTask(context: ToolCallContext, jobId: string): Promise<Task> {
   const { deps, auth } = context;
   try {
-    return taskOfJob(presentJob(await deps.jobs.cancelJob({ jobId }, { auth })));
+    return taskOfJob(presentJob(await deps.jobs.cancelJob({ jobId }, { auth })), pollIntervalOf(context));
   } catch (error) {
     const appError = error instanceof AppError ? error : toAppError(error);
     if (appError.code !== "CONFLICT") throw appError;
