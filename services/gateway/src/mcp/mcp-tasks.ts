@@ -138,7 +138,7 @@ export function taskOfJob(job: PresentedJob, pollIntervalMs = MIN_TASK_POLL_INTE
     statusMessage,
     createdAt: iso(timing.createdAt),
     lastUpdatedAt: iso(latest(timing.createdAt, timing.dispatchedAt, timing.startedAt, timing.completedAt, job.progress?.updatedAt)),
-    // Job records are kept (docs/operations.md, "Data retention"): the task lasts as long as the job.
+    // Job and batch records are never pruned (docs/operations.md, "Data retention"): the task lasts as long as the job.
     ttl: null,
     ...(status === "working" ? { pollInterval: pollIntervalMs } : {}),
   };
