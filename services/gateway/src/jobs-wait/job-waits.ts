@@ -11,7 +11,7 @@ export const TERMINAL_JOB_STATUSES: ReadonlySet<string> = new Set(["completed", 
  * A status change can be missed between the first read and the subscription, or during a NATS reconnect: a slow
  * re-read closes that gap (as the SSE stream does) without making waits depend on polling.
  */
-const RESYNC_MS = 5_000;
+export const RESYNC_MS = 5_000;
 /** Re-reads of one wait are at least this far apart, so a busy batch (an event per job) costs few reads. */
 const MIN_READ_GAP_MS = 250;
 
@@ -25,7 +25,10 @@ type WaitDeps = Pick<GatewayDeps, "jobs" | "jobEvents" | "finishedJobs">;
 export class JobWaits {
   private readonly closing = new AbortController();
 
-  constructor(private readonly deps: WaitDeps) {}
+  constructor(
+    private readonly deps: WaitDeps,
+    private readonly options: { resyncMs?: number } = {},
+  ) {}
 
   /** Aborted when the gateway starts closing. */
   get closed(): AbortSignal {
@@ -88,7 +91,7 @@ export class JobWaits {
         const remaining = deadline - Date.now();
         if (remaining <= 0 || stopped.aborted) return latest;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, Math.min(remaining, RESYNC_MS));
+          const timer = setTimeout(done, Math.min(remaining, this.options.resyncMs ?? RESYNC_MS));
           function done() {
             clearTimeout(timer);
             resume = undefined;
