@@ -14,6 +14,7 @@ import { AppError, toAppError } from "@renderbus/errors";
 import { planOf } from "@renderbus/plans";
 import { presentBatch, presentJob } from "../present/present.js";
 import { jobWaitsOf, TERMINAL_JOB_STATUSES } from "../jobs-wait/job-waits.js";
+import { jobView } from "../routes/jobs.routes.js";
 import type { McpTool } from "./mcp-tools.js";
 import { countAgainstPlanLimit, logToolError, protocolErrorOf, runTool, toolResult, type ToolCallContext } from "./call-tool.js";
 
@@ -52,10 +53,13 @@ export function registerTaskHandlers(server: Server, context: ToolCallContext): 
       const kind = kindOf(taskId);
       const waits = jobWaitsOf(context.deps);
       const { auth } = context;
-      const result =
-        kind === "job"
-          ? jobResult(presentJob(await waits.waitForJob(auth, taskId, TASK_RESULT_MAX_WAIT_MS, extra.signal)))
-          : batchResult(presentBatch(await waits.waitForBatch(auth, taskId, TASK_RESULT_MAX_WAIT_MS, extra.signal)));
+      let result: CallToolResult | undefined;
+      if (kind === "job") {
+        await waits.waitForJob(auth, taskId, TASK_RESULT_MAX_WAIT_MS, extra.signal);
+        result = jobResult(await readJob(context, taskId));
+      } else {
+        result = batchResult(presentBatch(await waits.waitForBatch(auth, taskId, TASK_RESULT_MAX_WAIT_MS, extra.signal)));
+      }
       if (!result) {
         if (waits.closed.aborted) throw new AppError("SERVICE_UNAVAILABLE", "The gateway is restarting; call tasks/result again");
         throw new McpError(JsonRpcErrorCode.RequestTimeout, `Task ${taskId} is still working; call tasks/result again`);
@@ -110,8 +114,9 @@ function kindOf(taskId: string): TaskKind {
   throw new AppError("NOT_FOUND", "Task not found");
 }
 
+/** The job as get_job shows it (GET /jobs/{jobId}). */
 async function readJob(context: ToolCallContext, jobId: string): Promise<PresentedJob> {
-  return presentJob(await jobWaitsOf(context.deps).waitForJob(context.auth, jobId, 0));
+  return jobView(context.deps, context.auth, jobId);
 }
 
 async function readBatch(context: ToolCallContext, batchId: string): Promise<PresentedBatch> {
@@ -182,7 +187,7 @@ async function cancelJobTask(context: ToolCallContext, jobId: string): Promise<T
   } catch (error) {
     const appError = error instanceof AppError ? error : toAppError(error);
     if (appError.code !== "CONFLICT") throw appError;
-    const job = presentJob(await deps.jobs.getJob({ jobId }, { auth }));
+    const job = await readJob(context, jobId);
     throw new McpError(JsonRpcErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${taskOfJob(job).status}`, appError.toBody());
   }
 }

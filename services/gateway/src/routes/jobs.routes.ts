@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
+import type { AuthContext } from "@renderbus/rpc";
+import type { GatewayDeps } from "../deps.js";
 import { defineRoute } from "../http/route.js";
 import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
@@ -23,6 +25,14 @@ const IDEMPOTENCY_NOTE =
 
 const QUEUE_CAP_NOTE =
   " 403 PLAN_LIMIT when the org's jobs waiting for a slot would exceed its plan's cap (by default free 100, starter 1,000, pro 10,000, scale 50,000); a batch is then refused whole.";
+
+/**
+ * The job as `GET /jobs/{jobId}` shows it. `wait_for_job` and the MCP tasks (src/mcp/mcp-tasks.ts) answer through
+ * this too, so whatever GET shows of a job (its progress while running, say) they show the same way.
+ */
+export async function jobView(deps: GatewayDeps, auth: AuthContext, jobId: string) {
+  return presentJob(await getJobCached(deps.finishedJobs, auth.orgId, jobId, () => deps.jobs.getJob({ jobId }, { auth })));
+}
 
 export const jobRoutes = [
   defineRoute({
@@ -76,9 +86,7 @@ export const jobRoutes = [
     tag: "jobs",
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
-    handler: async ({ params, auth }, deps) => ({
-      data: presentJob(await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }))),
-    }),
+    handler: async ({ params, auth }, deps) => ({ data: await jobView(deps, auth, params.jobId) }),
   }),
   defineRoute({
     method: "GET",
@@ -99,7 +107,9 @@ export const jobRoutes = [
       const onClose = () => gone.abort();
       reply.raw.once("close", onClose);
       try {
-        return { data: presentJob(await jobWaitsOf(deps).waitForJob(auth, params.jobId, query.timeoutSeconds * 1000, gone.signal)) };
+        await jobWaitsOf(deps).waitForJob(auth, params.jobId, query.timeoutSeconds * 1000, gone.signal);
+        // Answered as GET /jobs/{jobId} answers (a finished job comes from the cache the wait just filled).
+        return { data: await jobView(deps, auth, params.jobId) };
       } finally {
         reply.raw.off("close", onClose);
       }
