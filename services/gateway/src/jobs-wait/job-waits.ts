@@ -72,8 +72,10 @@ export class JobWaits {
     signal: AbortSignal | undefined,
   ): Promise<T> {
     let latest = await read();
-    const stopped = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
-    if (isDone(latest) || timeoutMs <= 0 || stopped.aborted) return latest;
+    // Listened to one by one: AbortSignal.any() ties every wait to the long-lived closing signal until it aborts.
+    const signals = signal ? [signal, this.closing.signal] : [this.closing.signal];
+    const stopped = (): boolean => signals.some((each) => each.aborted);
+    if (isDone(latest) || timeoutMs <= 0 || stopped()) return latest;
     const deadline = Date.now() + timeoutMs;
     let woken = false;
     let resume: (() => void) | undefined;
@@ -82,14 +84,14 @@ export class JobWaits {
       resume?.();
     };
     const unwatch = watch(wake, latest);
-    stopped.addEventListener("abort", wake, { once: true });
+    for (const each of signals) each.addEventListener("abort", wake, { once: true });
     try {
       // Re-read once after subscribing: an event may have been missed between the first read and the subscription.
       let lastReadAt = Date.now();
       latest = await read();
       while (!isDone(latest)) {
         const remaining = deadline - Date.now();
-        if (remaining <= 0 || stopped.aborted) return latest;
+        if (remaining <= 0 || stopped()) return latest;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, Math.min(remaining, this.options.resyncMs ?? RESYNC_MS));
           function done() {
@@ -101,7 +103,7 @@ export class JobWaits {
           if (woken) done();
         });
         woken = false;
-        if (stopped.aborted || Date.now() >= deadline) return latest;
+        if (stopped() || Date.now() >= deadline) return latest;
         const sinceRead = Date.now() - lastReadAt;
         if (sinceRead < MIN_READ_GAP_MS) await new Promise((resolve) => setTimeout(resolve, MIN_READ_GAP_MS - sinceRead));
         lastReadAt = Date.now();
@@ -109,7 +111,7 @@ export class JobWaits {
       }
       return latest;
     } finally {
-      stopped.removeEventListener("abort", wake);
+      for (const each of signals) each.removeEventListener("abort", wake);
       unwatch();
     }
   }
