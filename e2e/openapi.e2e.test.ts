@@ -64,6 +64,8 @@ describe("the served OpenAPI document describes what the running API answers", (
 
     const job = await call("GET", `/jobs/${jobId}`);
     expectDocumented("get", "/jobs/{jobId}", job);
+    expectDocumented("get", "/jobs/{jobId}/wait", await call("GET", `/jobs/${jobId}/wait?timeoutSeconds=0`));
+    expectDocumented("get", "/jobs/{jobId}/wait", await call("GET", `/jobs/${jobId}/wait?timeoutSeconds=61`));
     // A control: the schemas are specific (a job is not an org).
     expect(schemaOf("get", "/orgs/current", 200)(job.body)).toBe(false);
     expectDocumented("get", "/jobs", await call("GET", "/jobs?limit=1"));

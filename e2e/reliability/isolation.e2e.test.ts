@@ -32,6 +32,7 @@ interface Probe {
  */
 const MATRIX: Record<string, Probe> = {
   "GET /jobs/{jobId}": { path: (a) => `/jobs/${a.jobId}`, tool: (a) => ({ jobId: a.jobId }) },
+  "GET /jobs/{jobId}/wait": { path: (a) => `/jobs/${a.jobId}/wait?timeoutSeconds=0`, tool: (a) => ({ jobId: a.jobId, timeoutSeconds: 0 }) },
   "POST /jobs/{jobId}/cancel": { path: (a) => `/jobs/${a.jobId}/cancel`, tool: (a) => ({ jobId: a.jobId }) },
   "GET /batches/{batchId}": { path: (a) => `/batches/${a.batchId}`, tool: (a) => ({ batchId: a.batchId }) },
   "DELETE /api-keys/{keyId}": { path: (a) => `/api-keys/${a.keyId}`, tool: (a) => ({ keyId: a.keyId }) },
@@ -183,6 +184,15 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
     expect(results).toEqual(Object.fromEntries(withTools.map(({ key }) => [key, "NOT_FOUND"])));
     expect((await callA("GET", `/jobs/${a.jobId}`)).body.data.status).toBe("completed");
     expect((await callA("GET", "/orgs/current")).body.data.webhookUrl).toBe(receiver.url);
+  });
+
+  it("answers Task not found to B's MCP task requests on A's job and batch (tasks/get, tasks/result, tasks/cancel)", async () => {
+    for (const taskId of [a.jobId, a.batchId]) {
+      await expect(bMcp.experimental.tasks.getTask(taskId)).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/Task not found/) });
+      await expect(bMcp.experimental.tasks.getTaskResult(taskId)).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/Task not found/) });
+      await expect(bMcp.experimental.tasks.cancelTask(taskId)).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/Task not found/) });
+    }
+    expect((await callA("GET", `/jobs/${a.jobId}`)).body.data.status).toBe("completed");
   });
 
   it("hides A's resources from B's MCP list tools (list_jobs by batchId, list_webhook_deliveries by jobId)", async () => {

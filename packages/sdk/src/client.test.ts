@@ -9,6 +9,7 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listJobs: (client) => client.jobs.list,
   getJob: (client) => client.jobs.get,
   cancelJob: (client) => client.jobs.cancel,
+  waitForJob: (client) => client.jobs.longPoll,
   submitBatch: (client) => client.batches.submit,
   getBatch: (client) => client.batches.get,
   listBatches: (client) => client.batches.list,
@@ -47,5 +48,19 @@ describe("RenderbusClient", () => {
 
   it("refuses to start without an API key", () => {
     expect(() => new RenderbusClient({ apiKey: "" })).toThrow(/apiKey/);
+  });
+
+  it("longPoll asks GET /jobs/{id}/wait with timeoutSeconds (the path id encoded)", async () => {
+    const seen: { url: string; signal: AbortSignal | null | undefined }[] = [];
+    const fakeFetch: typeof fetch = async (input, init) => {
+      seen.push({ url: String(input), signal: init?.signal });
+      return new Response(JSON.stringify({ data: { id: "job_1", status: "running" } }), { status: 200, headers: { "content-type": "application/json" } });
+    };
+    const client = new RenderbusClient({ apiKey: "rb_test", baseUrl: "http://gateway.test", fetch: fakeFetch, timeoutMs: 1_000 });
+    const job = await client.jobs.longPoll("job_1", { timeoutSeconds: 45 });
+    expect(job).toMatchObject({ id: "job_1", status: "running" });
+    expect(seen[0]!.url).toBe("http://gateway.test/jobs/job_1/wait?timeoutSeconds=45");
+    await client.jobs.longPoll("job 2");
+    expect(seen[1]!.url).toBe("http://gateway.test/jobs/job%202/wait");
   });
 });

@@ -103,6 +103,18 @@ export class RenderbusClient {
     events: (jobId: string, signal?: AbortSignal): AsyncGenerator<Job> => jobEvents(this.transport, jobId, signal),
     /** Yields the job on every status change and progress reading until it is terminal (stream, with polling as fallback). */
     watch: (jobId: string, options: WaitForJobOptions = {}): AsyncGenerator<Job> => watchJob(this, jobId, options),
+    /**
+     * waitForJob: `GET /jobs/{job_id}/wait`, one long poll: the job once terminal, or as it is after `timeoutSeconds`
+     * (0-60, default 30) on the server.
+     */
+    longPoll: (jobId: string, options: { timeoutSeconds?: number; signal?: AbortSignal } = {}): Promise<Job> =>
+      this.data({
+        method: "GET",
+        path: `/jobs/${enc(jobId)}/wait`,
+        query: { timeoutSeconds: options.timeoutSeconds },
+        timeoutMs: ((options.timeoutSeconds ?? 30) + 30) * 1000,
+        signal: options.signal,
+      }),
     /** Resolves with the job once it is completed, failed or cancelled; throws WaitTimeoutError after `timeoutMs`. */
     wait: (jobId: string, options: WaitForJobOptions = {}): Promise<Job> => waitForJob(this, jobId, options),
   };

@@ -18,6 +18,7 @@ import { registerOpenApiRoutes } from "./openapi/openapi.routes.js";
 import { buildOpenApiDocument } from "./openapi/openapi-document.js";
 import { registerResponseCheck } from "./http/response-check.js";
 import { registerMcpRoutes } from "./mcp/mcp.routes.js";
+import { registerJobWaits } from "./jobs-wait/job-waits.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
 import { registerUploadProtocol } from "./uploads/uploads.protocol.js";
 
@@ -76,6 +77,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   if (deps.config.GATEWAY_CHECK_RESPONSES) registerResponseCheck(app, buildOpenApiDocument(deps.config.PUBLIC_URL), deps.logger);
   for (const route of apiRoutes) registerRoute(app, route, deps);
+  registerJobWaits(app, deps);
 
   registerHealthRoutes(app, deps);
   await registerAuthProxy(app, deps);

@@ -17,6 +17,8 @@ import { CredentialMarks } from "../auth/credential-marks.js";
 import { CredentialResolver } from "../auth/credential-resolver.js";
 import { RateLimiter, type RateLimitDecision } from "../auth/rate-limiter.js";
 import { TerminalJobCache } from "../jobs-cache/terminal-job-cache.js";
+import { JobEventHub } from "../sse/job-event-hub.js";
+import type { Bus } from "@renderbus/bus";
 
 /** A fake of a gRPC client: the methods a test gives; any other call fails the request (a 500 the test would see). */
 type Fake<C> = Partial<Omit<PromiseClient<C>, "close">>;
@@ -58,6 +60,8 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
   const prefix = `rb:test:${randomUUID()}`;
   const marksOptions = { prefix: `${prefix}:auth`, revokedTtlMs: 60_000 };
   const authClient = clientOf<auth.AuthClient>("auth", services.auth);
+  // No NATS here: job events never arrive (waits end by their timeout, or when the app closes).
+  const bus = { listen: () => () => undefined, notify: () => undefined, nc: { flush: async () => undefined } };
   const deps = {
     config,
     logger: createLogger({ service: "gateway-test", level: "silent" }),
@@ -66,13 +70,13 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     billing: clientOf<auth.BillingClient>("billing", services.billing),
     jobs: clientOf<jobs.JobsClient>("jobs", services.jobs),
     webhooks: clientOf<webhooks.WebhooksClient>("webhooks", services.webhooks),
-    bus: { listen: () => () => undefined, notify: () => undefined, nc: { flush: async () => undefined } },
+    bus,
     redis,
     credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
     rateLimiter: new OneWindowRateLimiter(redis, 60_000, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
     uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
-    jobEvents: { close: () => undefined },
+    jobEvents: new JobEventHub(bus as unknown as Bus),
     finishedJobs: new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS }),
     metrics: createMetricsRegistry("gateway-test"),
   } as unknown as GatewayDeps;

@@ -19,6 +19,7 @@ const job = {
   cost: { credits: 1, breakdown: "1 credit" },
   error: null,
   timing: { createdAt: 1, dispatchedAt: 2, startedAt: 3, completedAt: 4 },
+  progress: { percent: 100, etaMs: 0, updatedAt: 4 },
   webhookDeliveries: [],
 };
 

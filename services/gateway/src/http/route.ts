@@ -46,8 +46,26 @@ export interface RouteDefinition<Body = any, Query = any, Params = any> {
   exposeHead?: false;
   /** MCP tool name, or false for routes that make no sense as a tool (streams, downloads). */
   mcpTool?: string | false;
+  /**
+   * What the method alone does not say about the route's effects, for the MCP tool annotations (docs/mcp.md,
+   * "Tools are the route table"). Left out: GET reads only; DELETE is destructive and idempotent; a route that takes
+   * an Idempotency-Key is idempotent; nothing reaches outside Renderbus.
+   */
+  effects?: RouteEffects;
+  /** The route creates a job or a batch that an MCP client may follow as a task (docs/mcp.md, "Tasks"). */
+  mcpTask?: "job" | "batch";
   /** Returns the response body (`{data}` or `{data, nextCursor}`); throw AppError for failures. */
   handler(input: RouteInput<Body, Query, Params>, deps: GatewayDeps): Promise<unknown>;
+}
+
+/** Effects of a route beyond its method (see {@link RouteDefinition.effects}). */
+export interface RouteEffects {
+  /** It may delete or overwrite something that cannot be had back (revoke, cancel, replace a setting). */
+  destructive?: boolean;
+  /** Calling it again with the same arguments changes nothing more. */
+  idempotent?: boolean;
+  /** It reaches outside Renderbus: downloads inputs from URLs, sends requests to the org's webhook URL. */
+  openWorld?: boolean;
 }
 
 /**

@@ -1,13 +1,13 @@
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { describe, expect, it } from "vitest";
 import { apiRoutes } from "../routes/index.js";
-import { buildMcpTools, snakeCaseOf, splitToolArguments, toolNameOf } from "./mcp-tools.js";
+import { annotationsOf, buildMcpTools, snakeCaseOf, splitToolArguments, toolNameOf } from "./mcp-tools.js";
 
 /** The tools docs/mcp.md promises agents ("Tools are the route table"). */
 const SPEC_TOOLS = [
   "submit_job", "submit_batch", "get_job", "list_jobs", "cancel_job", "get_batch", "list_job_types", "get_job_type_schema",
   "get_balance", "get_usage", "get_org", "update_org_webhook", "list_api_keys", "create_api_key", "revoke_api_key",
-  "list_webhook_deliveries", "retry_webhook_delivery",
+  "list_webhook_deliveries", "retry_webhook_delivery", "wait_for_job",
 ];
 
 describe("MCP tools generated from the route table", () => {
@@ -78,7 +78,7 @@ describe("MCP tools generated from the route table", () => {
     const job = {
       id: "job_1", orgId: "org_1", batchId: null, type: "thumbnail", status: "completed", inputs: { source: "https://example.com/a.mp4" }, params: {}, metadata: {},
       result: { url: "https://example.com/o", metadata: { durationMs: 1, width: 2, height: 3, fileSize: 4 } }, cost: { credits: 1, breakdown: "1" }, error: null,
-      timing: { createdAt: 1, dispatchedAt: 2, startedAt: 3, completedAt: 4 }, webhookDeliveries: [],
+      timing: { createdAt: 1, dispatchedAt: 2, startedAt: 3, completedAt: 4 }, progress: null, webhookDeliveries: [],
     };
     expect(getJob({ data: job }).valid).toBe(true);
     expect(getJob({ data: { ...job, status: "done" } }).valid).toBe(false);
@@ -88,5 +88,39 @@ describe("MCP tools generated from the route table", () => {
     // Named schemas that refer to others (CreatedApiKey -> ApiKey) travel with the tool.
     const createKey = byName.get("create_api_key")!.outputSchema;
     expect(Object.keys(createKey.$defs as object).sort()).toEqual(["ApiKey", "CreatedApiKey"]);
+  });
+
+  it("annotates every tool from its route: GET reads, DELETE destroys, effects say the rest", () => {
+    for (const tool of tools) {
+      expect(tool.annotations).toEqual(annotationsOf(tool.route));
+      expect(Object.keys(tool.annotations).sort()).toEqual(["destructiveHint", "idempotentHint", "openWorldHint", "readOnlyHint", "title"]);
+      if (tool.route.method === "GET") expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+      else expect(tool.annotations.readOnlyHint).toBe(false);
+    }
+    const hints = (name: string) => byName.get(name)!.annotations;
+    expect(hints("wait_for_job")).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    expect(hints("submit_job")).toMatchObject({ destructiveHint: false, idempotentHint: true, openWorldHint: true });
+    expect(hints("submit_batch")).toMatchObject({ destructiveHint: false, idempotentHint: true, openWorldHint: true });
+    expect(hints("cancel_job")).toMatchObject({ destructiveHint: true, idempotentHint: true, openWorldHint: false });
+    expect(hints("revoke_api_key")).toMatchObject({ destructiveHint: true, idempotentHint: true });
+    expect(hints("create_api_key")).toMatchObject({ destructiveHint: false, idempotentHint: false, openWorldHint: false });
+    expect(hints("update_org_webhook")).toMatchObject({ destructiveHint: true, idempotentHint: true });
+    expect(hints("send_test_webhook")).toMatchObject({ openWorldHint: true, idempotentHint: false });
+    expect(hints("retry_webhook_delivery")).toMatchObject({ openWorldHint: true, idempotentHint: false });
+  });
+
+  it("declares task support on submit_job and submit_batch only (from the route's mcpTask)", () => {
+    const withTasks = tools.filter((tool) => tool.execution).map((tool) => tool.name);
+    expect(withTasks.sort()).toEqual(["submit_batch", "submit_job"]);
+    expect(byName.get("submit_job")!.execution).toEqual({ taskSupport: "optional" });
+    expect(byName.get("submit_job")!.description).toMatch(/MCP task/);
+  });
+
+  it("gives wait_for_job a jobId and a timeoutSeconds of at most 60", () => {
+    const wait = byName.get("wait_for_job")!;
+    const properties = wait.inputSchema.properties as Record<string, { maximum?: number; default?: number }>;
+    expect(Object.keys(properties).sort()).toEqual(["jobId", "timeoutSeconds"]);
+    expect(properties.timeoutSeconds).toMatchObject({ maximum: 60, default: 30 });
+    expect(wait.inputSchema.required).toEqual(["jobId"]);
   });
 });

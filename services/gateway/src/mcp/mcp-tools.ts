@@ -22,12 +22,39 @@ export interface McpTool {
    * REST error body. Self-contained (named schemas under `$defs`), so MCP clients can validate results with it.
    */
   outputSchema: { type: "object"; [key: string]: unknown };
-  annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  annotations: ToolAnnotations;
+  /** Set on tools a client may run as an MCP task (the route's `mcpTask`); absent means no task support. */
+  execution?: { taskSupport: "optional" };
   route: RouteDefinition;
   /** Which request part each argument belongs to. */
   argumentParts: ReadonlyMap<string, RequestPart | "idempotencyKey">;
   /** A route whose body is not an object takes it whole under this argument. */
   wholeBodyArgument?: string;
+}
+
+/** The MCP tool annotations (hints for clients, never relied on for security). */
+export interface ToolAnnotations {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * The annotations of a route's tool, from the route table only: the method says most (GET reads, DELETE destroys
+ * and can be repeated, an Idempotency-Key makes a submit repeatable) and `effects` says the rest.
+ */
+export function annotationsOf(route: Pick<RouteDefinition, "method" | "summary" | "errors" | "effects">): ToolAnnotations {
+  const readOnly = route.method === "GET";
+  const effects = route.effects ?? {};
+  return {
+    title: route.summary,
+    readOnlyHint: readOnly,
+    destructiveHint: !readOnly && (effects.destructive ?? route.method === "DELETE"),
+    idempotentHint: readOnly || (effects.idempotent ?? (route.method === "DELETE" || acceptsIdempotencyKey(route))),
+    openWorldHint: effects.openWorld ?? false,
+  };
 }
 
 /** The arguments of one tool call, split back into the parts of the REST request. */
@@ -108,24 +135,21 @@ function toolOf(route: RouteDefinition, name: string): McpTool {
   const description = [
     route.description,
     idempotent ? `Always pass ${IDEMPOTENCY_ARGUMENT} and reuse the same value when retrying this call.` : "",
+    route.mcpTask
+      ? `Can run as an MCP task: the task is the ${route.mcpTask} (task id = its id); tasks/get follows it, tasks/result waits for it to finish and returns it, tasks/cancel cancels it.`
+      : "",
     `REST: ${route.method} ${route.url}. Errors come back as tool errors whose text starts with the code: ${errors.join(", ")}.`,
   ]
     .filter(Boolean)
     .join("\n\n");
-  const readOnly = route.method === "GET";
   return {
     name,
     title: route.summary,
     description,
     inputSchema: { ...jsonSchema, type: "object" },
     outputSchema: outputSchemaOf(route),
-    annotations: {
-      title: route.summary,
-      readOnlyHint: readOnly,
-      destructiveHint: route.method === "DELETE",
-      idempotentHint: readOnly || route.method === "DELETE" || idempotent,
-      openWorldHint: false,
-    },
+    annotations: annotationsOf(route),
+    ...(route.mcpTask ? { execution: { taskSupport: "optional" as const } } : {}),
     route,
     argumentParts,
     ...(wholeBodyArgument ? { wholeBodyArgument } : {}),

@@ -11,6 +11,7 @@ import { parseRequestPart } from "../http/validation.js";
 import { noQuery } from "../routes/schemas.js";
 import { buildMcpTools, type McpTool } from "./mcp-tools.js";
 import { callTool } from "./call-tool.js";
+import { createTask, registerTaskHandlers, TASK_CAPABILITIES } from "./mcp-tasks.js";
 import {
   MCP_PATH,
   PROTECTED_RESOURCE_METADATA_PATH,
@@ -28,7 +29,8 @@ const SERVER_INFO = { name: "renderbus", title: "Renderbus", version: "0.1.0" };
 const INSTRUCTIONS =
   "Renderbus runs asynchronous media jobs (transcode, thumbnail, audio.extract, extract.metadata, qr.generate, watermark.add, caption.burn). " +
   "Call list_job_types (or get_job_type_schema) for inputs and params, submit_job or submit_batch with an idempotencyKey you reuse on retries, " +
-  "then poll get_job until status is completed, failed or cancelled; a completed job's result.url is a signed download link.";
+  "then call wait_for_job (it holds up to 60 s and returns the job, with its progress while running) until status is completed, failed or cancelled; " +
+  "a completed job's result.url is a signed download link. Clients that support MCP tasks can run submit_job and submit_batch as tasks instead.";
 
 /**
  * `/mcp`: the REST API as MCP tools over Streamable HTTP, stateless (no MCP session: every POST is authenticated on
@@ -38,7 +40,15 @@ const INSTRUCTIONS =
 export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, routes: RouteDefinition[]): void {
   const tools = buildMcpTools(routes);
   const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
-  const listing = tools.map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({ name, title, description, inputSchema, outputSchema, annotations }));
+  const listing = tools.map(({ name, title, description, inputSchema, outputSchema, annotations, execution }) => ({
+    name,
+    title,
+    description,
+    inputSchema,
+    outputSchema,
+    annotations,
+    ...(execution ? { execution } : {}),
+  }));
 
   // upload_media carries a file of up to 1 MB as base64 in its arguments (uploads.routes.ts).
   app.post(MCP_PATH, { bodyLimit: INLINE_UPLOAD_BODY_LIMIT + 64 * 1024 }, async (request, reply) => {
@@ -56,7 +66,7 @@ export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, route
       return sendError(error, request, reply, deps.logger);
     }
     const server = createServer(listing, toolsByName, { auth, request, reply, deps });
-    // Stateless: no session id; JSON responses, since every call here answers at once (no server-sent progress).
+    // Stateless: no session id; JSON responses (a call answers once: wait_for_job and tasks/result hold, then answer).
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();
     reply.raw.setHeader("X-Request-Id", request.id);
@@ -106,19 +116,22 @@ export function protectedResourceMetadata(deps: GatewayDeps) {
 
 /** One MCP server per HTTP request, bound to that request's credential (the SDK's stateless pattern). */
 function createServer(
-  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "outputSchema" | "annotations">>,
+  listing: Array<Pick<McpTool, "name" | "title" | "description" | "inputSchema" | "outputSchema" | "annotations" | "execution">>,
   toolsByName: ReadonlyMap<string, McpTool>,
   context: Parameters<typeof callTool>[2],
 ): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false }, tasks: TASK_CAPABILITIES }, instructions: INSTRUCTIONS });
   // The tool list is generated from the route table, so the low-level handlers are used instead of registerTool
   // (which would validate arguments itself and answer without the REST error codes).
   server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }));
   server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = toolsByName.get(request.params.name);
     if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool ${request.params.name}`);
+    // A client that asks for a task (`params.task`) gets one bound to the job or batch (docs/mcp.md, "Tasks").
+    if (request.params.task) return createTask(tool, request.params.arguments, context);
     return callTool(tool, request.params.arguments, context);
   });
+  registerTaskHandlers(server.server, context);
   return server;
 }
 

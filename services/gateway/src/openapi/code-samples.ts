@@ -37,6 +37,7 @@ const examplePathValues: Record<string, string> = {
 /** Example query strings, for operations where one shows what the filters look like. */
 const exampleQueries: Record<string, string> = {
   listJobs: "?status=completed&limit=20",
+  waitForJob: "?timeoutSeconds=60",
   listBatches: "?status=running",
   listWebhookDeliveries: "?status=failed",
   downloadOutput: "?expires=1764000000000&signature=<64 hex characters from result.url>",
@@ -51,6 +52,7 @@ export const sdkSamples: Record<string, string> = {
   listJobs: `for await (const job of client.jobs.list({ status: "completed", limit: 20 })) console.log(job.id);`,
   getJob: `const job = await client.jobs.get("${job}");`,
   cancelJob: `const job = await client.jobs.cancel("${job}");`,
+  waitForJob: `const job = await client.jobs.longPoll("${job}", { timeoutSeconds: 60 });`,
   streamJobEvents: `for await (const job of client.jobs.events("${job}")) console.log(job.status);`,
   submitBatch: `const batch = await client.batches.submit(${pretty(requestBodyExamples.submitBatch!.jobs)});`,
   listBatches: `for await (const batch of client.batches.list({ status: "running" })) console.log(batch.id);`,

@@ -89,6 +89,8 @@ export const accountRoutes = [
       webhookUrl: z.url().max(2048).nullable().optional().describe("Where deliveries are POSTed (null removes it)"),
       webhookSecret: z.string().min(8).max(256).optional().describe("HMAC key of X-Renderbus-Signature"),
     }),
+    // Replaces the URL and secret in place; the same values twice change nothing more.
+    effects: { destructive: true, idempotent: true },
     errors: ["VALIDATION_ERROR", "PLAN_LIMIT", "FORBIDDEN", "NOT_FOUND"],
     response: one("Org"),
     handler: async ({ params, body, auth }, deps) => {

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
+import type { AuthContext } from "@renderbus/rpc";
+import type { GatewayDeps } from "../deps.js";
 import { defineRoute } from "../http/route.js";
 import { list, one, page } from "./response-schemas.js";
 import { presentBatch, presentJob } from "../present/present.js";
@@ -8,8 +10,13 @@ import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
 import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
 import { checkUploadInputs } from "../uploads/upload-inputs.js";
+import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 
 const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
+
+/** `GET /jobs/{id}/wait` (MCP `wait_for_job`): the longest and the default wait (docs/mcp.md, "Long jobs"). */
+export const MAX_WAIT_SECONDS = 60;
+export const DEFAULT_WAIT_SECONDS = 30;
 
 const idempotencyKeyPart = z.strictObject({ key: idempotencyKeyHeader });
 const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
@@ -21,6 +28,15 @@ const IDEMPOTENCY_NOTE =
 const QUEUE_CAP_NOTE =
   " 403 PLAN_LIMIT when the org's jobs waiting for a slot would exceed its plan's cap (by default free 100, starter 1,000, pro 10,000, scale 50,000); a batch is then refused whole.";
 
+/**
+ * The job as `GET /jobs/{jobId}` shows it. `wait_for_job` and the MCP tasks (src/mcp/mcp-tasks.ts) answer through
+ * this too, so whatever GET shows of a job (its progress while running, say) they show the same way.
+ */
+export async function jobView(deps: GatewayDeps, auth: AuthContext, jobId: string) {
+  const job = await getJobCached(deps.finishedJobs, auth.orgId, jobId, () => deps.jobs.getJob({ jobId }, { auth }));
+  return presentJob(job, deps.jobProgress?.get(auth.orgId, job.id));
+}
+
 export const jobRoutes = [
   defineRoute({
     method: "POST",
@@ -31,6 +47,9 @@ export const jobRoutes = [
     tag: "jobs",
     successStatus: 201,
     body: jobSpec,
+    // Inputs are downloaded from the URLs given.
+    effects: { openWorld: true },
+    mcpTask: "job",
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
     response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
@@ -74,9 +93,34 @@ export const jobRoutes = [
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND"],
     response: one("Job"),
-    handler: async ({ params, auth }, deps) => {
-      const job = await getJobCached(deps.finishedJobs, auth.orgId, params.jobId, () => deps.jobs.getJob({ jobId: params.jobId }, { auth }));
-      return { data: presentJob(job, deps.jobProgress?.get(auth.orgId, job.id)) };
+    handler: async ({ params, auth }, deps) => ({ data: await jobView(deps, auth, params.jobId) }),
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/jobs/:jobId/wait",
+    operationId: "waitForJob",
+    summary: "Wait for a job",
+    description:
+      `Holds the request until the job is completed, failed or cancelled, or until timeoutSeconds (0-${MAX_WAIT_SECONDS}, default ${DEFAULT_WAIT_SECONDS}) have passed, then returns the job as GET /jobs/{jobId} does (a running job with its progress). Check status: call again while it is not terminal. A client's own request timeout must be longer than timeoutSeconds.`,
+    tag: "jobs",
+    params: z.strictObject({ jobId: z.string().min(1).max(100) }),
+    query: z.strictObject({
+      timeoutSeconds: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(DEFAULT_WAIT_SECONDS).describe(`How long to wait at most, in seconds (0-${MAX_WAIT_SECONDS})`),
+    }),
+    errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    response: one("Job"),
+    handler: async ({ params, query, auth, reply }, deps) => {
+      // The wait ends early when the client leaves (its socket closes) or the gateway shuts down.
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once("close", onClose);
+      try {
+        await jobWaitsOf(deps).waitForJob(auth, params.jobId, query.timeoutSeconds * 1000, gone.signal);
+        // Answered as GET /jobs/{jobId} answers (a finished job comes from the cache the wait just filled).
+        return { data: await jobView(deps, auth, params.jobId) };
+      } finally {
+        reply.raw.off("close", onClose);
+      }
     },
   }),
   defineRoute({
@@ -89,6 +133,8 @@ export const jobRoutes = [
     params: z.strictObject({ jobId: z.string().min(1).max(100) }),
     errors: ["NOT_FOUND", "CONFLICT"],
     response: one("Job"),
+    // The job's work is lost; a second cancel changes nothing (409).
+    effects: { destructive: true, idempotent: true },
     handler: async ({ params, auth }, deps) => ({ data: presentJob(await deps.jobs.cancelJob({ jobId: params.jobId }, { auth })) }),
   }),
   defineRoute({
@@ -100,6 +146,8 @@ export const jobRoutes = [
     tag: "batches",
     successStatus: 201,
     body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
+    effects: { openWorld: true },
+    mcpTask: "batch",
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
     response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {

@@ -33,6 +33,8 @@ export const webhookRoutes = [
     description: "Sends a failed or succeeded delivery again, as a new attempt chain with the same delivery id.",
     tag: "webhooks",
     params: z.strictObject({ deliveryId: z.string().min(1).max(100) }),
+    // Sends a request to the org's webhook URL.
+    effects: { openWorld: true },
     errors: ["NOT_FOUND", "CONFLICT", "PLAN_LIMIT", "FORBIDDEN"],
     response: one("Delivery"),
     handler: async ({ params, auth }, deps) => ({
@@ -46,6 +48,8 @@ export const webhookRoutes = [
     summary: "Send a test event",
     description: "Sends a signed webhook.test event to the configured URL and reports the outcome.",
     tag: "webhooks",
+    // Sends a request to the org's webhook URL.
+    effects: { openWorld: true },
     errors: ["PLAN_LIMIT", "VALIDATION_ERROR", "FORBIDDEN"],
     response: one("TestWebhookOutcome"),
     handler: async ({ auth }, deps) => {
