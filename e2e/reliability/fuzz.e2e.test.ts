@@ -106,11 +106,16 @@ describe("bad input", () => {
           submitBatch: { jobs: [{ type: "qr.generate", params: { content: "fuzz" } }] },
           createApiKey: { name: "fuzz" },
           updateOrgWebhook: { webhookUrl: "http://127.0.0.1:9/fuzz", webhookSecret: "whsec_fuzz_secret" },
+          createWebhookEndpoint: { url: "http://127.0.0.1:9/fuzz-endpoint", events: ["*"] },
+          updateWebhookEndpoint: { description: "fuzz" },
+          rotateWebhookEndpointSecret: {},
+          recoverWebhookEndpoint: { since: 0 },
           // Routes that take no body document a strict empty one.
           cancelJob: {},
           retryWebhookDelivery: {},
           sendTestWebhook: {},
           revokeApiKey: {},
+          deleteWebhookEndpoint: {},
         },
       };
       // Spread evenly: pick an operation, then one of the ways to be wrong that it allows.

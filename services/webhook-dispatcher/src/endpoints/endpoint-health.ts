@@ -37,6 +37,10 @@ export interface EndpointHealthOptions {
  * replica disables an endpoint (the update only matches an enabled one), and only it announces the change.
  */
 export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailures, wake }: EndpointHealthOptions): EndpointHealth {
+  // The window query reads the endpoint's deliveries since its last success: a dead endpoint with heavy traffic fails
+  // many deliveries a minute, so each replica checks one endpoint at most once per interval (a window is hours long).
+  const checkIntervalMs = Math.min(60_000, windowMs);
+  const lastChecked = new Map<string, number>();
   const disable = async (orgId: string, endpointId: string, reason: string): Promise<void> => {
     const before = await endpoints.get(orgId);
     const url = before.endpoints.find((endpoint) => endpoint.id === endpointId)?.url ?? "";
@@ -71,7 +75,12 @@ export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailu
   return {
     gone: (orgId, endpointId) => disable(orgId, endpointId, "the receiver answered 410 Gone"),
     async failedForGood(orgId, endpointId) {
-      if (await failingForWindow(db, orgId, endpointId, { windowMs, minFailures })) {
+      const key = `${orgId}/${endpointId}`;
+      const now = Date.now();
+      if ((lastChecked.get(key) ?? -Infinity) > now - checkIntervalMs) return;
+      lastChecked.set(key, now);
+      if (lastChecked.size > 10_000) lastChecked.delete(lastChecked.keys().next().value as string);
+      if (await failingForWindow(db, orgId, endpointId, { windowMs, minFailures, now })) {
         await disable(orgId, endpointId, `every delivery failed for ${Math.round(windowMs / 60_000)} min (at least ${minFailures} deliveries)`);
       }
     },
