@@ -71,6 +71,8 @@ function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
 export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkResult> {
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
   const count = ctx.sizes.throughputEvents;
+  // Warm-up rounds as benchmark 4's: a fifth of a round, at most 1,000 (keeps --quick short).
+  const warmUpSize = Math.min(1000, count / 5);
   const peers = new Map<PeerKind, PeerSender>();
   let closeStats = async () => {};
   // --profile: a second dispatcher replica under --cpu-prof takes its share of the deliveries (the profile is written
@@ -92,7 +94,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     const dispatcherRound = async (measure: boolean): Promise<Round> => {
       await settleWebhooks(ctx, PEER_TABLES);
       const events = new SyntheticEvents(ctx.bus, orgIds);
-      const size = measure ? count : Math.min(1000, count);
+      const size = measure ? count : warmUpSize;
       ctx.receiver.reset();
       const before = snapshot();
       const commitsBefore = await commits();
@@ -113,7 +115,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       const peer = peers.get(kind)!;
       await settleWebhooks(ctx, PEER_TABLES);
       const prefix = `job_peer${kind.replace(/[^a-z]/g, "")}${Date.now().toString(36)}_`;
-      const size = measure ? count : Math.min(1000, count);
+      const size = measure ? count : warmUpSize;
       ctx.receiver.reset();
       const before = snapshot();
       const commitsBefore = await commits();
