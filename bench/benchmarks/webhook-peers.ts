@@ -167,8 +167,11 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         "The dispatcher's webhooks start as job.running events on JetStream (published by the bench, as the jobs service would), so each delivery also costs an ingest (delivery row), an attempt record with its outbox announcement, a NATS publish and the jobs service's projection: the peers do none of those, they only send and record.",
         "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat, from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
         "On a shared machine absolute figures move between runs; compare the ratios within one run.",
+        ...(system.postgres.postmaster === undefined || system.nats.length === 0
+          ? ["PostgreSQL and/or NATS were not started by this run (DATABASE_URL / NATS_URL given), so their CPU is not measured: those columns read 0."]
+          : []),
       ],
-      data: { figures, ratio, best: best.sender },
+      data: { figures, ratio, best: best.sender, postgresMeasured: system.postgres.postmaster !== undefined, natsMeasured: system.nats.length > 0 },
     };
   } finally {
     for (const peer of peers.values()) await peer.stop().catch(() => undefined);
