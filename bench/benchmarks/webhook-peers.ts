@@ -1,3 +1,4 @@
+import pg from "pg";
 import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "../context.js";
 import { quiesce } from "../quiesce.js";
@@ -27,6 +28,8 @@ interface Round {
   spanMs: number;
   /** CPU ms per group (dispatcher, services, postgres, nats, and each peer process) from the burst to the end of its tail. */
   cpuMs: Record<string, number>;
+  /** Transactions committed in the run's database during the round (the quiesce polls' included). */
+  commits: number;
 }
 
 interface SenderFigures {
@@ -35,6 +38,8 @@ interface SenderFigures {
   deliveriesPerSecond: number;
   /** ms of CPU per delivery: the sender's own process, PostgreSQL, NATS, the other services, and their sum. */
   perDelivery: { process: number; postgres: number; nats: number; otherServices: number; total: number };
+  /** PostgreSQL transactions committed per delivery (all processes). */
+  commitsPerDelivery: number;
   rounds: Round[];
 }
 
@@ -52,6 +57,7 @@ function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
     sender,
     events,
     deliveriesPerSecond: perSecond(events, rounds.reduce((sum, r) => sum + r.spanMs, 0)),
+    commitsPerDelivery: round2(rounds.reduce((sum, r) => sum + r.commits, 0) / Math.max(1, events)),
     perDelivery: { process: round2(own), postgres: round2(postgres), nats: round2(nats), otherServices: round2(otherServices), total: round2(own + postgres + nats + otherServices) },
     rounds,
   };
@@ -65,7 +71,10 @@ function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
 export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkResult> {
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
   const count = ctx.sizes.throughputEvents;
+  // Warm-up rounds as benchmark 4's: a fifth of a round, at most 1,000 (keeps --quick short).
+  const warmUpSize = Math.min(1000, count / 5);
   const peers = new Map<PeerKind, PeerSender>();
+  let closeStats = async () => {};
   // --profile: a second dispatcher replica under --cpu-prof takes its share of the deliveries (the profile is written
   // when it stops; the throughput of such a run is not comparable).
   const profiled = ctx.profileDir ? await startReplica("webhook-dispatcher", ctx.env.system.env, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${ctx.profileDir}`] }) : undefined;
@@ -74,14 +83,21 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     const system = systemProcesses(ctx.env.namespace);
     const peerPids = Object.fromEntries([...peers].map(([kind, peer]) => [kind, peer.pid]));
     ctx.log(`  processes: ${system.services.map((s) => `${s.name} ${s.pid}`).join(", ")}, postgres ${system.postgres.postmaster}, nats ${system.nats.join(" ")}, ${[...peers].map(([k, p]) => `${k} ${p.pid}`).join(", ")}`);
+    const stats = new pg.Client({ connectionString: ctx.env.databaseUrl });
+    await stats.connect();
+    closeStats = () => stats.end();
+    // Transactions committed in the run's database (every statement outside a transaction is one): how many round
+    // trips to PostgreSQL a delivery costs. The statistics collector reports with a delay of up to a second.
+    const commits = async () => Number((await stats.query<{ n: string }>("select pg_stat_force_next_flush(), xact_commit::text as n from pg_stat_database where datname = current_database()").catch(() => stats.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()"))).rows[0]!.n);
     const snapshot = () => cpuSnapshot(system, peerPids);
 
     const dispatcherRound = async (measure: boolean): Promise<Round> => {
       await settleDispatcher(ctx, PEER_TABLES);
       const events = new SyntheticEvents(ctx.bus, orgIds);
-      const size = measure ? count : Math.min(1000, count);
+      const size = measure ? count : warmUpSize;
       ctx.receiver.reset();
       const before = snapshot();
+      const commitsBefore = await commits();
       const started = performance.now();
       await events.burst(size);
       const publishedMs = performance.now() - started;
@@ -90,8 +106,8 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       // The tail (announcements relayed, projected by the jobs service) is part of what a delivery costs.
       await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
       const cpuMs = cpuSpent(before, snapshot());
-      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs };
-      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (events published in ${Math.round(publishedMs)} ms)`);
+      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
+      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
       return round;
     };
 
@@ -99,16 +115,17 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       const peer = peers.get(kind)!;
       await settleDispatcher(ctx, PEER_TABLES);
       const prefix = `job_peer${kind.replace(/[^a-z]/g, "")}${Date.now().toString(36)}_`;
-      const size = measure ? count : Math.min(1000, count);
+      const size = measure ? count : warmUpSize;
       ctx.receiver.reset();
       const before = snapshot();
+      const commitsBefore = await commits();
       await peer.burst(size, prefix, ctx.receiver.url);
       await ctx.receiver.waitFor(isFirstAttempt(prefix), size, 180_000);
       const arrivals = ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
       await peer.drain();
       const cpuMs = cpuSpent(before, snapshot());
-      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs };
-      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs[kind]! / size)} ms CPU/delivery in its process`);
+      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
+      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs[kind]! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery`);
       return round;
     };
 
@@ -131,7 +148,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       id: "webhook-peers",
       title: "8. Webhook senders side by side: our dispatcher and job-queue peers",
       baseline: `the fastest peer of the run (${best.sender}); every sender takes turns with the others, ${ctx.sizes.rounds} rounds of ${count} webhooks, 64 attempts in flight, 10 PostgreSQL connections, the same receiver`,
-      columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "PostgreSQL", "NATS", "other services", "total"],
+      columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "PostgreSQL", "NATS", "other services", "total", "PostgreSQL commits/delivery"],
       rows: figures.map((f) => [
         f.sender === "dispatcher" ? "Renderbus webhook-dispatcher" : `${f.sender} (bench/peers)`,
         f.events,
@@ -142,6 +159,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         f.sender === "dispatcher" ? f.perDelivery.nats : "-",
         f.sender === "dispatcher" ? f.perDelivery.otherServices : "-",
         f.perDelivery.total,
+        f.commitsPerDelivery,
       ]),
       targets: [atLeast("dispatcher deliveries/s vs the fastest peer", ratio, 1.3, "x")],
       notes: [
@@ -149,11 +167,15 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         "The dispatcher's webhooks start as job.running events on JetStream (published by the bench, as the jobs service would), so each delivery also costs an ingest (delivery row), an attempt record with its outbox announcement, a NATS publish and the jobs service's projection: the peers do none of those, they only send and record.",
         "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat, from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
         "On a shared machine absolute figures move between runs; compare the ratios within one run.",
+        ...(system.postgres.postmaster === undefined || system.nats.length === 0
+          ? ["PostgreSQL and/or NATS were not started by this run (DATABASE_URL / NATS_URL given), so their CPU is not measured: those columns read 0."]
+          : []),
       ],
-      data: { figures, ratio, best: best.sender },
+      data: { figures, ratio, best: best.sender, postgresMeasured: system.postgres.postmaster !== undefined, natsMeasured: system.nats.length > 0 },
     };
   } finally {
     for (const peer of peers.values()) await peer.stop().catch(() => undefined);
     await profiled?.stop();
+    await closeStats().catch(() => undefined);
   }
 }

@@ -54,7 +54,7 @@ export const configSchema = commonConfigSchema
    */
   DISPATCHER_ORG_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(8),
   /** Job events handled at once by this process's consumer. */
-  DISPATCHER_CONSUMER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  DISPATCHER_CONSUMER_CONCURRENCY: z.coerce.number().int().positive().default(64),
   /** JetStream ack wait of the job-events consumer: how soon a dead replica's unacked events go to another one. */
   DISPATCHER_ACK_WAIT_MS: z.coerce.number().int().positive().default(30_000),
   /** Safety-net poll of the due-time queue (a missed NOTIFY, an expired lease of a crashed replica). */

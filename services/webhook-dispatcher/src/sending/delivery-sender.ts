@@ -293,7 +293,8 @@ export async function keptExcerpt(
   excerpt: string | null,
   { allowPrivateAddresses = false, addressPolicy }: Pick<DeliverySenderOptions, "allowPrivateAddresses" | "addressPolicy">,
 ): Promise<string | null> {
-  if (excerpt === null || !allowPrivateAddresses) return excerpt;
+  // An empty body reveals nothing: no second lookup for it (the common 200 with no body).
+  if (excerpt === null || excerpt === "" || !allowPrivateAddresses) return excerpt;
   if (!URL.canParse(url)) return null;
   return (await resolvesOnlyToAllowedAddresses(new URL(url).hostname, addressPolicy)) ? excerpt : null;
 }
