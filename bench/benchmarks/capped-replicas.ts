@@ -189,9 +189,9 @@ async function transcodeRound(ctx: BenchContext, source: string, jobs: number): 
     if (Date.now() > deadline) throw new Error(`${ids.length - done.size} transcodes not done after 10 minutes`);
     await new Promise((resolve) => setTimeout(resolve, 250));
     for (const id of ids.filter((candidate) => !done.has(candidate))) {
-      const job = ((await (await fetch(`${ctx.gatewayUrl}/jobs/${id}`, { headers })).json()) as { data: { status: string; timing: { startedAt: string | null; completedAt: string | null }; error?: unknown } }).data;
+      const job = ((await (await fetch(`${ctx.gatewayUrl}/jobs/${id}`, { headers })).json()) as { data: { status: string; timing: { startedAt: number | null; completedAt: number | null }; error?: unknown } }).data;
       if (job.status === "failed" || job.status === "cancelled") throw new Error(`transcode ${id} ${job.status}: ${JSON.stringify(job.error)}`);
-      if (job.status === "completed") done.set(id, { startedAt: Date.parse(job.timing.startedAt!), completedAt: Date.parse(job.timing.completedAt!) });
+      if (job.status === "completed") done.set(id, { startedAt: job.timing.startedAt!, completedAt: job.timing.completedAt! });
     }
   }
   const times = [...done.values()];
@@ -216,7 +216,7 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
     for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
       await growTo(ctx, "gateway", CAPS.gateway, replicas, count);
       const load = (durationSeconds: number) =>
-        Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds })));
+        Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
       await load(1);
       const rates: number[] = [];
       for (let round = 0; round < rounds; round += 1) {
