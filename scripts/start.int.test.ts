@@ -6,17 +6,17 @@
  * in the checkout. Root only (it creates and switches users' files); about 2.5 minutes.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, makeTestVideo, startFileServer, waitFor } from "../e2e/helpers.js";
+import { copyCheckout } from "../e2e/checkout-copy.js";
 import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, "..");
 const isRoot = process.getuid?.() === 0;
 
 /** Everything `npm start` printed so far, colours removed. */
@@ -25,39 +25,6 @@ let npmStart: ChildProcess | undefined;
 let privateParent: string;
 let checkout: string;
 let gatewayUrl: string;
-
-/**
- * Copies the working tree (tracked and new files, as they are now, with their modification times) into `target`,
- * and gives it a node_modules of links to this checkout's packages, with the workspace packages linked to the
- * copy's own folders: no install, and the copy runs its own code.
- */
-async function copyCheckout(target: string): Promise<void> {
-  mkdirSync(target, { recursive: true });
-  await run("sh", ["-c", `git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xpf - -C '${target}'`], {
-    cwd: repoRoot,
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const dashboardBuild = join(repoRoot, "apps", "dashboard", "dist");
-  if (existsSync(dashboardBuild)) cpSync(dashboardBuild, join(target, "apps", "dashboard", "dist"), { recursive: true, preserveTimestamps: true });
-
-  const modules = join(target, "node_modules");
-  mkdirSync(modules);
-  for (const entry of readdirSync(join(repoRoot, "node_modules"))) {
-    // Not the caches tools write into (.vite-temp, .cache): the copy gets its own.
-    if (entry === "@renderbus" || (entry.startsWith(".") && entry !== ".bin")) continue;
-    symlinkSync(join(repoRoot, "node_modules", entry), join(modules, entry));
-  }
-  mkdirSync(join(modules, "@renderbus"));
-  for (const entry of readdirSync(join(repoRoot, "node_modules", "@renderbus"))) {
-    // Relative links (../../libs/bus): inside the copy they point at the copy's workspace folders.
-    symlinkSync(readlinkSync(join(repoRoot, "node_modules", "@renderbus", entry)), join(modules, "@renderbus", entry));
-  }
-  // scripts/bootstrap.mjs installs when a manifest is newer than this marker; the copy's dependencies are this
-  // checkout's, so it counts as installed now.
-  cpSync(join(repoRoot, "node_modules", ".package-lock.json"), join(modules, ".package-lock.json"));
-  const now = new Date();
-  utimesSync(join(modules, ".package-lock.json"), now, now);
-}
 
 function lineMatching(pattern: RegExp): RegExpExecArray | undefined {
   return pattern.exec(output) ?? undefined;

@@ -117,6 +117,37 @@ describe("the API reference at /docs in a real browser", () => {
     expect(problems).toEqual([]);
   }, 180_000);
 
+  it("shows every operation with its request body, a response body example and a code sample", async () => {
+    const document = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { summary: string; tags: string[]; requestBody?: unknown; responses: Record<string, { content?: Record<string, unknown> }> }>>;
+    };
+    const missing: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const id = `tag/${operation.tags[0]}/${method.toUpperCase()}${path}`;
+        await page.goto(`/docs#${id}`);
+        const section = page.locator(`[id$="${id}"]`).first();
+        await section.getByRole("heading", { name: operation.summary }).first().waitFor();
+        // The code samples render once the operation is on screen. The client chosen in the first test (the SDK) stays
+        // chosen, so an operation shows its SDK sample, or its curl one when it has none (downloads, /mcp).
+        await section.scrollIntoViewIfNeeded();
+        const sample = /await client\.|of client\.|curl /;
+        await section.getByText(sample).first().waitFor({ timeout: 20_000 }).catch(() => undefined);
+        const text = await section.innerText();
+        const name = `${method.toUpperCase()} ${path}`;
+        if (!sample.test(text)) missing.push(`${name}: no code sample`);
+        if (operation.requestBody && !/Body/.test(text)) missing.push(`${name}: no request body`);
+        const success = Object.entries(operation.responses).find(([status]) => status.startsWith("2"))!;
+        // A JSON success body is shown as an example built from its schema: `{"data": ...}`.
+        if (success[1].content?.["application/json"] && path !== "/mcp" && !text.includes('"data"')) missing.push(`${name}: no response example`);
+        if (!text.includes(success[0])) missing.push(`${name}: no ${success[0]} response`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(foreignRequests).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 600_000);
+
   it("shows a webhook's payload schema and its signature header", async () => {
     await page.goto("/docs#tag/webhooks/webhook/POST/job.completed");
     const webhook = page.locator('[id$="tag/webhooks/webhook/POST/job.completed"]').first();

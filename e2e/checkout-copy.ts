@@ -1,0 +1,41 @@
+import { execFile } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, utimesSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { repoRoot } from "./helpers.js";
+
+const run = promisify(execFile);
+
+/**
+ * Copies the working tree (tracked and new files, as they are now, with their modification times) into `target`,
+ * and gives it a node_modules of links to this checkout's packages, with the workspace packages linked to the
+ * copy's own folders: no install, and the copy runs its own code.
+ */
+export async function copyCheckout(target: string): Promise<void> {
+  mkdirSync(target, { recursive: true });
+  await run("sh", ["-c", `git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xpf - -C '${target}'`], {
+    cwd: repoRoot,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const dashboardBuild = join(repoRoot, "apps", "dashboard", "dist");
+  if (existsSync(dashboardBuild)) cpSync(dashboardBuild, join(target, "apps", "dashboard", "dist"), { recursive: true, preserveTimestamps: true });
+
+  const modules = join(target, "node_modules");
+  mkdirSync(modules);
+  for (const entry of readdirSync(join(repoRoot, "node_modules"))) {
+    // Not the caches tools write into (.vite-temp, .cache): the copy gets its own.
+    if (entry === "@renderbus" || (entry.startsWith(".") && entry !== ".bin")) continue;
+    symlinkSync(join(repoRoot, "node_modules", entry), join(modules, entry));
+  }
+  mkdirSync(join(modules, "@renderbus"));
+  for (const entry of readdirSync(join(repoRoot, "node_modules", "@renderbus"))) {
+    // Relative links (../../libs/bus): inside the copy they point at the copy's workspace folders.
+    symlinkSync(readlinkSync(join(repoRoot, "node_modules", "@renderbus", entry)), join(modules, "@renderbus", entry));
+  }
+  // scripts/bootstrap.mjs installs when a manifest is newer than this marker; the copy's dependencies are this
+  // checkout's, so it counts as installed now.
+  cpSync(join(repoRoot, "node_modules", ".package-lock.json"), join(modules, ".package-lock.json"));
+  const now = new Date();
+  utimesSync(join(modules, ".package-lock.json"), now, now);
+}
+
