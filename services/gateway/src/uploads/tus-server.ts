@@ -32,6 +32,19 @@ export function tusErrorBody(status: number, message: string) {
 }
 
 /**
+ * `@tus/server` answers some refusals itself in plain text (an invalid tus header: 400; a method without a handler:
+ * 404), past `onResponseError`. Every error answer it writes goes out here with the error body instead.
+ */
+class JsonErrorServer extends Server {
+  override async write(...[context, headers, status, body = ""]: Parameters<Server["write"]>): ReturnType<Server["write"]> {
+    if (status < 400) return super.write(context, headers, status, body);
+    headers.set("Content-Type", "application/json; charset=utf-8");
+    const json = body.startsWith('{"error"') ? body : JSON.stringify(tusErrorBody(status, body.trim() || "Upload request failed"));
+    return super.write(context, headers, status, json);
+  }
+}
+
+/**
  * The tus 1.0 server of `/uploads` (`@tus/server`; creation, creation-with-upload, creation-defer-length, HEAD
  * offset, PATCH, termination, expiration) over the upload store. Each request runs with the caller's auth context
  * (`handle`): new uploads get an `upload_` id and their org, any other request on an upload of another org is a 404
@@ -45,7 +58,7 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "c
     return auth;
   };
   const publicUrl = deps.config.PUBLIC_URL.replace(/\/$/, "");
-  const server = new Server({
+  const server = new JsonErrorServer({
     path: UPLOADS_PATH,
     datastore: deps.uploads.dataStore,
     // Locations are built from PUBLIC_URL, never from the request's Host or X-Forwarded-* headers.

@@ -117,7 +117,7 @@ describe("/uploads (tus 1.0)", () => {
     expect((await jsonOf(response)).error.code).toBe("CONFLICT");
   });
 
-  it("answers 412 with the JSON error body to a tus request without Tus-Resumable: 1.0.0, leaving the upload untouched", async () => {
+  it("answers 412 with the JSON error body to a tus request without Tus-Resumable: 1.0.0, and 400 to an invalid tus header, leaving the upload untouched", async () => {
     const { base, callers, call, create } = await startGateway({ alice: "pro" });
     const { id } = await create(callers.alice!, 10);
     const bare = (method: string, path: string, headers: Record<string, string> = {}) => fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${callers.alice!.key}`, ...headers } });
@@ -131,6 +131,10 @@ describe("/uploads (tus 1.0)", () => {
       expect([answer.status, answer.headers.get("tus-version")]).toEqual([412, "1.0.0"]);
       expect((await jsonOf(answer)).error).toEqual({ code: "VALIDATION_ERROR", message: "Tus-Resumable: required, 1.0.0 (the tus protocol version)" });
     }
+    // A tus header tus itself refuses (not a number) gets the same error body.
+    const invalid = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "abc", "content-type": "application/offset+octet-stream" }, "12345");
+    expect([invalid.status, invalid.headers.get("content-type")]).toEqual([400, "application/json; charset=utf-8"]);
+    expect((await jsonOf(invalid)).error).toMatchObject({ code: "VALIDATION_ERROR", message: expect.stringMatching(/upload-offset/i) });
     const head = await bare("HEAD", `/uploads/${id}`);
     expect(head.status).toBe(412);
     expect(await offsetOf(call, callers.alice!, id)).toBe(0);
