@@ -115,6 +115,9 @@ describe("job.progress webhooks", () => {
         expect(request.json.progress.percent).toBeLessThanOrEqual(100);
       }
     }
+    // The org's delivery log lists them under their event name.
+    const listed = await client.listDeliveries({ limit: 100, event: "job.progress", jobId: jobs[0] }, as(orgId));
+    expect(listed.deliveries.length).toBe(rows.filter((row) => row.job_id === jobs[0]).length);
     // Signed with the endpoint's own secret, like every delivery.
     const [first] = progressOf(progressOnly.received);
     expect(verifySignature(first!.rawBody, String(first!.headers["x-renderbus-signature"]), a.secret)).toBe(true);
