@@ -62,6 +62,7 @@ export function startJobProgressListener(options: JobProgressListenerOptions): J
   const recentlySent = new Map<string, number>();
   let handled = 0;
   let dropped = 0;
+  let lastWarnedAt = 0;
 
   const handle = async (reading: JobProgressReading): Promise<void> => {
     const key = `${reading.orgId}/${reading.jobId}`;
@@ -122,7 +123,13 @@ export function startJobProgressListener(options: JobProgressListenerOptions): J
         return;
       }
       const work: Promise<void> = handle(parsed.data)
-        .catch((error: unknown) => logger.warn({ err: error, orgId: parsed.data.orgId, jobId: parsed.data.jobId }, "job.progress webhook dropped"))
+        .catch((error: unknown) => {
+          // Readings come twice a second per job: one warning per 10 s says enough while a dependency is down.
+          const now = Date.now();
+          if (now - lastWarnedAt < 10_000) return;
+          lastWarnedAt = now;
+          logger.warn({ err: error, orgId: parsed.data.orgId, jobId: parsed.data.jobId }, "job.progress webhook dropped");
+        })
         .finally(() => {
           handled += 1;
           inFlight.delete(work);
