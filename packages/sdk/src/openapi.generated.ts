@@ -702,6 +702,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "job.progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A running job's progress
+         * @description Sent only to endpoints that name `job.progress`, at most once per job every 5 s while it runs; best-effort (a reading may be skipped, and one may arrive after `job.completed`: use `progress.updatedAt`). Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.
+         */
+        post: operations["webhook_job_progress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "job.running": {
         parameters: {
             query?: never;
@@ -868,7 +888,7 @@ export interface components {
              */
             endpointId: string;
             /** @enum {string} */
-            event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+            event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
             id: string;
             jobId: string | null;
             /** @description Epoch milliseconds; null until reached */
@@ -998,7 +1018,7 @@ export interface components {
             webhookDeliveries: {
                 attempts: number;
                 /** @enum {string} */
-                event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+                event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
                 id: string;
                 /** @description Epoch milliseconds; null until reached */
                 lastAttemptAt: number | null;
@@ -1047,6 +1067,22 @@ export interface components {
             /** @example job_01JD3Z8X9K2M4N6P8R0T2V4W6Y */
             jobId: string;
             timing: components["schemas"]["JobTiming"];
+        };
+        /** @description Opt-in (an endpoint must name `job.progress`; `*` does not cover it), at most one per job and endpoint every 5 s, best-effort. */
+        JobProgressEvent: {
+            /** @constant */
+            event: "job.progress";
+            /** @example job_01JD3Z8X9K2M4N6P8R0T2V4W6Y */
+            jobId: string;
+            orgId: string;
+            progress: {
+                /** @description Estimated time left in ms; null when unknown */
+                etaMs: number | null;
+                /** @description Share of the expected output produced (one decimal); null when it cannot be known */
+                percent: number | null;
+                /** @description When the worker read it (epoch ms) */
+                updatedAt: number;
+            };
         };
         JobRunningEvent: {
             /** @constant */
@@ -4356,7 +4392,7 @@ export interface operations {
         parameters: {
             query?: {
                 cursor?: string;
-                event?: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+                event?: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
                 jobId?: string;
                 limit?: number;
                 status?: "pending" | "succeeded" | "failed" | "skipped";
@@ -4722,12 +4758,12 @@ export interface operations {
                     /** @description Disabled endpoints get no attempts; their deliveries are stored as skipped */
                     enabled?: boolean;
                     /**
-                     * @description Event names, or ["*"] for every job and batch event (endpoint.disabled is only sent to endpoints naming it)
+                     * @description Event names, or ["*"] for every job and batch event (endpoint.disabled and job.progress are only sent to endpoints naming them)
                      * @default [
                      *       "*"
                      *     ]
                      */
-                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled")[];
+                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled" | "job.progress")[];
                     /**
                      * @description fifo: one delivery in flight, in the order of the events
                      * @enum {string}
@@ -5149,8 +5185,8 @@ export interface operations {
                     description?: string;
                     /** @description Disabled endpoints get no attempts; their deliveries are stored as skipped */
                     enabled?: boolean;
-                    /** @description Event names, or ["*"] for every job and batch event (endpoint.disabled is only sent to endpoints naming it) */
-                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled")[];
+                    /** @description Event names, or ["*"] for every job and batch event (endpoint.disabled and job.progress are only sent to endpoints naming them) */
+                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled" | "job.progress")[];
                     /**
                      * @description fifo: one delivery in flight, in the order of the events
                      * @enum {string}
@@ -5918,6 +5954,52 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["JobFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx within 10 s counts as delivered. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (including 3xx and timeouts) is a failed attempt, retried 5 s, 25 s and 125 s later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_job_progress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Renderbus-Webhooks/<version> */
+                "User-Agent": string;
+                /** @description Standard Webhooks: the delivery id (`del_...`), the same as X-Renderbus-Delivery */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`; a `whsec_<base64>` secret is decoded for the HMAC, any other secret is used as its UTF-8 bytes. Verify with the `standardwebhooks` package or `verifyWebhook` from `@renderbus/sdk`. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: when this attempt was signed, in Unix seconds; reject it when more than 5 minutes off (replay protection) */
+                "webhook-timestamp": string;
+                /** @description 1 for the first attempt, then 2, 3, 4 for the retries */
+                "X-Renderbus-Attempt": string;
+                /** @description The delivery id (`del_...`), stable across attempts: dedupe on it */
+                "X-Renderbus-Delivery": string;
+                /** @description The event name, e.g. job.completed */
+                "X-Renderbus-Event": string;
+                /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
+                "X-Renderbus-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobProgressEvent"];
             };
         };
         responses: {

@@ -195,7 +195,7 @@ export interface Me {
 }
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "skipped";
-export type WebhookEventName = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+export type WebhookEventName = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
 
 export interface DeliveryAttempt {
   attempt: number;
@@ -313,7 +313,9 @@ export type WebhookPayload =
       counts: { completed: number; failed: number; cancelled: number };
       timing: { createdAt: number; completedAt: number };
     }
-  | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } };
+  | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } }
+  /** Opt-in (an endpoint must name it), at most one per job every 5 s, best-effort (docs/webhooks.md, "Progress events"). */
+  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number } };
 
 /** One page of a cursor-paginated list. */
 export interface Page<T> {

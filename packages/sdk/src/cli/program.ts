@@ -16,7 +16,7 @@ interface GlobalOptions {
   json?: boolean;
 }
 
-const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"];
+const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"];
 
 /** Uploads a local file with a progress bar and returns the upload's id. @throws UsageError when it is not a readable file. */
 async function uploadLocalFile(client: RenderbusClient, output: Output, path: string): Promise<string> {

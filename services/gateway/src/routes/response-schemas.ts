@@ -9,7 +9,7 @@ const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseco
 const nullableString = { type: ["string", "null"] } as const;
 const nullableInteger = { type: ["integer", "null"] } as const;
 /** The events a delivery carries (docs/webhooks.md). */
-const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"] } as const;
+const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"] } as const;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
   required: Object.keys(properties),

@@ -13,7 +13,7 @@ export const webhookRoutes = [
     tag: "webhooks",
     query: z.strictObject({
       status: z.enum(["pending", "succeeded", "failed", "skipped"]).optional(),
-      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]).optional(),
+      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"]).optional(),
       jobId: z.string().min(1).max(100).optional(),
       limit: z.coerce.number().int().min(1).max(100).default(50),
       cursor: z.string().min(1).max(500).optional(),

@@ -22,7 +22,7 @@ export interface WebhooksRpcDeps {
 }
 
 const STATUSES = new Set(["pending", "succeeded", "failed", "skipped"]);
-const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]);
+const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"]);
 
 /** Manual retries and test events act on the org's webhook setup: owners and admins only, like changing it. */
 function requireManager(auth: AuthContext): AuthContext {
