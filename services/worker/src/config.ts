@@ -20,8 +20,8 @@ export const workerConfigSchema = commonConfigSchema.extend({
   /** With STORAGE=local: the output directory; the gateway serves downloads from the same directory. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
   /**
-   * Where inputs given as upload ids are read (docs/uploads.md): the gateway's UPLOAD_DIR, the same directory on one
-   * machine or a volume both mount.
+   * With STORAGE=local: where inputs given as upload ids are read (docs/uploads.md), the gateway's UPLOAD_DIR, the
+   * same directory on one machine or a volume both mount. With STORAGE=s3 the worker reads `uploads/` of S3_BUCKET.
    */
   UPLOAD_DIR: z.string().default(".data/uploads"),
   /** Must equal the gateway's: an upload older than this is refused (it is being deleted). */
