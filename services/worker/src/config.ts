@@ -32,6 +32,11 @@ export const workerConfigSchema = commonConfigSchema.extend({
   PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
   /** Jobs run at once by one worker process (each runs an ffmpeg); scale out with more replicas. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /**
+   * `off`: running jobs report no progress (ffmpeg runs without `-progress`, `job.progress` stays null): the
+   * progress-overhead benchmark's baseline, or a worker that must not publish it (docs/operations.md).
+   */
+  WORKER_PROGRESS: z.enum(["on", "off"]).default("on"),
   /** Download links stay valid this long. */
   OUTPUT_RETENTION_DAYS: z.coerce.number().positive().default(7),
   /** Whole-download deadline per input. */

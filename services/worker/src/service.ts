@@ -95,11 +95,16 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
     outputRetentionMs: retentionMs,
     inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
-    // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress").
-    publishProgress: (message) => {
-      const subject = jobProgressSubject(message.orgId, message.jobId);
-      if (subject && !bus.nc.isClosed()) bus.notify(subject, message);
-    },
+    // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress"). None with
+    // WORKER_PROGRESS=off.
+    ...(config.WORKER_PROGRESS === "on"
+      ? {
+          publishProgress: (message: Parameters<NonNullable<JobRunnerDeps["publishProgress"]>>[0]) => {
+            const subject = jobProgressSubject(message.orgId, message.jobId);
+            if (subject && !bus.nc.isClosed()) bus.notify(subject, message);
+          },
+        }
+      : {}),
     // For a work message without limits: the free plan's.
     fallbackLimits: { maxRunSeconds: DEFAULT_PLANS.free.maxRunSeconds, maxInputBytes: DEFAULT_PLANS.free.maxInputBytes },
   };
