@@ -10,7 +10,7 @@ const run = promisify(execFile);
 const repoRoot = resolve(import.meta.dirname, "..");
 
 /** The benchmark ids `npm run bench` must report (issue 10); timings are never asserted here. */
-const BENCHMARK_IDS = ["authenticated-reads", "job-acceptance", "queued-to-running", "webhook-throughput", "webhook-latency", "webhook-endpoints", "webhook-peers", "memory", "batch-end-to-end", "job-overhead", "job-overhead-profile", "capped-replicas"];
+const BENCHMARK_IDS = ["authenticated-reads", "job-acceptance", "queued-to-running", "webhook-throughput", "webhook-latency", "webhook-endpoints", "webhook-peers", "memory", "batch-end-to-end", "job-overhead", "job-overhead-profile", "capped-replicas", "upload-throughput", "progress-overhead"];
 
 describe("npm run bench -- --quick", () => {
   it("runs every benchmark and writes BENCHMARKS.md and benchmarks.json", async () => {
