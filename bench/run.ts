@@ -39,7 +39,7 @@ const startedAt = Date.now();
 const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 
 // Every run is bounded: a stuck benchmark must not hold the machine.
-const hardLimitMs = (sizes.quick ? 6 : 25) * 60_000;
+const hardLimitMs = (sizes.quick ? 12 : 40) * 60_000;
 setTimeout(() => {
   log(`run exceeded ${hardLimitMs / 60_000} min; giving up`);
   process.exit(2);
