@@ -8,6 +8,7 @@ import { configPath, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.
 import { EXIT, ExitError, UsageError } from "./exit-codes.js";
 import { batchLines, batchesTable, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
 import { JobProgress, UploadProgress } from "./progress.js";
+import { registerEndpointCommands } from "./webhook-endpoints.js";
 import { listenAndForward, newListenSecret } from "./webhooks-listen.js";
 
 interface GlobalOptions {
@@ -312,6 +313,7 @@ export function buildProgram(): Command {
       else output.out(`${outcome.succeeded ? "Delivered" : "Failed"}: ${outcome.delivery ? deliveryLines(outcome.delivery) : "no delivery"}`);
       if (!outcome.succeeded) throw new ExitError(EXIT.JOB_FAILED, "The test webhook was not answered with 2xx");
     });
+  registerEndpointCommands(webhooks, { clientOf, outputOf });
 
   return program;
 }
