@@ -138,6 +138,41 @@ describe("webhook endpoints in the dashboard, in a real browser against the runn
         { timeoutMs: LONG, intervalMs: 2000, what: "the success rate" },
       );
 
+      // The delivery log through the API: request headers without signatures, the body, status and latency.
+      const received = receiver.received.find((hook) => hook.headers["x-renderbus-event"] === "job.completed")!;
+      const log = await apiFromPage<Array<{ id: string; event: string; body: string; attemptLog: Array<Record<string, unknown>> }>>(page, "GET", "/webhooks/deliveries?event=job.completed");
+      const delivery = log.find((entry) => entry.id === received.headers["x-renderbus-delivery"])!;
+      expect(delivery.body).toBe(received.rawBody.toString("utf8"));
+      expect(delivery.attemptLog[0]).toMatchObject({
+        attempt: 1,
+        responseStatus: 200,
+        latencyMs: expect.any(Number),
+        requestHeaders: expect.objectContaining({ "X-Renderbus-Event": "job.completed", "webhook-id": delivery.id, "content-type": "application/json" }),
+        // A loopback receiver is a private address: like its body, its response headers are not kept (docs/webhooks.md).
+        responseHeaders: {},
+      });
+      const logText = JSON.stringify(log);
+      expect(received.headers["webhook-signature"]).toMatch(/^v1,/);
+      expect(logText.toLowerCase()).not.toContain("signature\":");
+      expect(logText).not.toContain(String(received.headers["webhook-signature"]).slice(3));
+      expect(logText).not.toContain(String(received.headers["x-renderbus-signature"]).slice(7));
+
+      // And in the dashboard's delivery view.
+      const recent = page.getByRole("region", { name: "Recent deliveries" });
+      await page.getByRole("button", { name: "Refresh", exact: true }).click();
+      const deliveryRow = recent.locator(`tr[data-delivery-id="${delivery.id}"]`);
+      await deliveryRow.getByText("1 attempt").click();
+      await deliveryRow.getByText("Request body").click();
+      await deliveryRow.getByText("Request and response").click();
+      await deliveryRow.getByText("Request headers (signatures left out)").waitFor();
+      const shownLog = await deliveryRow.innerText();
+      expect(shownLog).toContain("X-Renderbus-Delivery");
+      expect(shownLog).toContain(delivery.id);
+      expect(shownLog).toContain('"event":"job.completed"');
+      expect(shownLog.toLowerCase()).not.toContain("signature:");
+      expect(shownLog).not.toContain(String(received.headers["webhook-signature"]).slice(3));
+      await screenshot(page, "endpoints-attempt-log");
+
       // Recover a window: nothing failed, so nothing to send again.
       const recover = page.getByRole("region", { name: "Recover failed deliveries" });
       await recover.getByLabel("From").fill("2026-01-01T00:00");

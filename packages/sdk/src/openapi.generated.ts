@@ -853,13 +853,24 @@ export interface components {
                 attempt: number;
                 error: string | null;
                 latencyMs: number;
+                /** @description The headers sent, without the signature headers (X-Renderbus-Signature, webhook-signature) */
+                requestHeaders: {
+                    [key: string]: string;
+                };
+                /** @description The first 4 KB of the response body */
                 responseExcerpt: string | null;
+                /** @description The receiver's response headers (at most 50); empty without an answer */
+                responseHeaders: {
+                    [key: string]: string;
+                };
                 responseStatus: number | null;
                 /** @description Epoch milliseconds */
                 startedAt: number;
             }[];
             attempts: number;
             batchId: string | null;
+            /** @description The exact JSON body every attempt sends */
+            body: string;
             /** @description Epoch milliseconds */
             createdAt: number;
             /**

@@ -169,4 +169,11 @@ export const migrations: Migrations = {
         )`.execute(db);
     },
   },
+  "2026-11-24-006-attempt-headers": {
+    async up(db: Kysely<any>) {
+      // The attempt log (docs/webhooks.md, "Delivery log"): the request's headers without its signatures, and the
+      // receiver's response headers. Null for attempts recorded before this.
+      await sql`alter table delivery_attempts add column request_headers jsonb, add column response_headers jsonb`.execute(db);
+    },
+  },
 };

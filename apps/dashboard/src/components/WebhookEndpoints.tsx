@@ -72,7 +72,7 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
         <div className="section-header">
           <h2 id="endpoints-heading">Endpoints</h2>
           <button type="button" className="button button-small" onClick={() => void (endpoints.reload(), recent.reload())} disabled={endpoints.loading}>
-            {endpoints.loading ? "Refreshing…" : "Reload endpoints"}
+            {endpoints.loading ? "Reloading…" : "Reload endpoints"}
           </button>
         </div>
         <p className="muted">

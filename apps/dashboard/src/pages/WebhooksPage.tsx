@@ -190,7 +190,7 @@ function RecentDeliveries({ canRetry }: { canRetry: boolean }) {
           <p>Send a test event or submit a job to see deliveries here.</p>
         </EmptyState>
       ) : (
-        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob retrying={retrying} onRetry={canRetry ? (id) => void retry(id) : undefined} />
+        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob attemptsOf={(id) => rows.find((row) => row.id === id)?.attemptLog ?? []} retrying={retrying} onRetry={canRetry ? (id) => void retry(id) : undefined} />
       )}
     </section>
   );

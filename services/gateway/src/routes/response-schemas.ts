@@ -131,6 +131,7 @@ export const responseSchemas = {
     nextAttemptAt: epochMsOrNull,
     lastResponseStatus: nullableInteger,
     lastError: nullableString,
+    body: { type: "string", description: "The exact JSON body every attempt sends" },
     attemptLog: {
       type: "array",
       items: object({
@@ -139,7 +140,13 @@ export const responseSchemas = {
         responseStatus: nullableInteger,
         error: nullableString,
         latencyMs: { type: "integer" },
-        responseExcerpt: nullableString,
+        responseExcerpt: { ...nullableString, description: "The first 4 KB of the response body" },
+        requestHeaders: {
+          type: "object",
+          additionalProperties: { type: "string" },
+          description: "The headers sent, without the signature headers (X-Renderbus-Signature, webhook-signature)",
+        },
+        responseHeaders: { type: "object", additionalProperties: { type: "string" }, description: "The receiver's response headers (at most 50); empty without an answer" },
       }),
     },
   }),
