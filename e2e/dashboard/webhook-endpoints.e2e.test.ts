@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
+import { verifyWebhook } from "../../packages/sdk/src/index.js";
 import { admin, repoRoot, startReceiver, waitFor } from "../helpers.js";
 import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
 
@@ -127,13 +128,19 @@ describe("webhook endpoints in the dashboard, in a real browser against the runn
       expect(afterRotation[0]?.previousSecretExpiresAt).toBeGreaterThan(Date.now());
       expect(JSON.stringify(afterRotation)).not.toContain(rotated);
 
-      // A completed job reaches the endpoint; its success rate shows it.
+      // A test event to this endpoint, signed with its new secret.
+      await page.getByRole("button", { name: `Send test to ${receiver.url}` }).click();
+      await page.getByText(`Test event delivered to ${receiver.url}: HTTP 200`).waitFor({ timeout: LONG });
+      const test = receiver.received.find((hook) => hook.headers["x-renderbus-event"] === "webhook.test")!;
+      expect(verifyWebhook(test.rawBody, test.headers, rotated)).toBe(true);
+
+      // A completed job reaches the endpoint; its success rate shows it (the test event counts as well).
       await apiFromPage(page, "POST", "/jobs", { type: "qr.generate", params: { content: "endpoint ui" } });
       await waitFor(() => receiver.received.find((hook) => hook.headers["x-renderbus-event"] === "job.completed"), { timeoutMs: LONG, what: "job.completed at the receiver" });
       await waitFor(
         async () => {
           await page.getByRole("button", { name: "Reload endpoints" }).click();
-          return (await row.getByText("100% of 1").count()) > 0 || undefined;
+          return (await row.getByText("100% of 2").count()) > 0 || undefined;
         },
         { timeoutMs: LONG, intervalMs: 2000, what: "the success rate" },
       );

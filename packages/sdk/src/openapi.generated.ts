@@ -631,7 +631,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a signed webhook.test event to the configured URL and reports the outcome.
+         * @description Sends a signed webhook.test event to the org's webhookUrl, or to the given endpoint, and reports the outcome.
          */
         post: operations["sendTestWebhook"];
         delete?: never;
@@ -5697,7 +5697,10 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, unknown>;
+                "application/json": {
+                    /** @description The endpoint to test (ep_...); the org's webhookUrl (ep_default) when left out */
+                    endpointId?: string;
+                };
             };
         };
         responses: {
@@ -5744,6 +5747,19 @@ export interface operations {
             };
             /** @description PLAN_LIMIT or FORBIDDEN */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

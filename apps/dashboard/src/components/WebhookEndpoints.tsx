@@ -49,6 +49,7 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
   const endpoints = useResource(() => api.get<Endpoint[]>("/webhooks/endpoints"), []);
   const recent = useResource(() => api.page<Delivery>(withQuery("/webhooks/deliveries", { limit: RATE_SAMPLE })), []);
   const [secret, setSecret] = useState<{ endpointId: string; secret: string; rotated: boolean }>();
+  const [tested, setTested] = useState<{ url: string; succeeded: boolean; detail: string }>();
   const action = useAction();
   const rates = successRates(recent.data?.data ?? []);
   const list = endpoints.data ?? [];
@@ -63,6 +64,16 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
       const rotated = await api.post<CreatedEndpoint>(`/webhooks/endpoints/${encodeURIComponent(endpoint.id)}/rotate-secret`, {});
       setSecret({ endpointId: rotated.id, secret: rotated.secret, rotated: true });
       await endpoints.reload();
+    });
+
+  const sendTest = (endpoint: Endpoint) =>
+    action.run(async () => {
+      setTested(undefined);
+      const outcome = await api.post<{ succeeded: boolean; delivery: Delivery | null }>("/webhooks/test", { endpointId: endpoint.id });
+      const last = outcome.delivery?.attemptLog.at(-1);
+      const detail = last ? (last.responseStatus !== null ? `HTTP ${last.responseStatus} in ${last.latencyMs} ms` : (last.error ?? "no response")) : "";
+      setTested({ url: endpoint.url, succeeded: outcome.succeeded, detail });
+      await recent.reload();
     });
 
   return (
@@ -81,6 +92,19 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
         </p>
         <ErrorMessage error={endpoints.error} title="Could not load the endpoints" />
         <ErrorMessage error={action.error} title="The endpoint was not changed" />
+        <div aria-live="polite">
+          {tested ? (
+            tested.succeeded ? (
+              <Notice tone="success">
+                Test event delivered to {tested.url}: {tested.detail}.
+              </Notice>
+            ) : (
+              <div className="alert alert-error" role="alert">
+                Test event to {tested.url} failed: {tested.detail}.
+              </div>
+            )
+          ) : null}
+        </div>
         {secret ? (
           <div className="alert alert-success" role="status">
             <label htmlFor="endpoint-secret">{secret.rotated ? "New signing secret" : "Signing secret"} of {secret.endpointId}</label>
@@ -134,6 +158,9 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
                         <button type="button" className="button button-small" disabled={action.busy} onClick={() => void setEnabled(endpoint, !endpoint.enabled)}>
                           {endpoint.enabled ? "Disable" : "Enable"}
                           <span className="visually-hidden"> {endpoint.url}</span>
+                        </button>
+                        <button type="button" className="button button-small" disabled={action.busy || !endpoint.enabled} onClick={() => void sendTest(endpoint)}>
+                          Send test<span className="visually-hidden"> to {endpoint.url}</span>
                         </button>
                         <button type="button" className="button button-small" disabled={action.busy} onClick={() => void rotate(endpoint)}>
                           Rotate secret<span className="visually-hidden"> of {endpoint.url}</span>

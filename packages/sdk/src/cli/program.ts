@@ -305,10 +305,11 @@ export function buildProgram(): Command {
     });
   webhooks
     .command("test")
-    .description("Send a signed webhook.test event to the configured URL (exit 3 unless it answers 2xx)")
-    .action(async (_options, command: Command) => {
+    .description("Send a signed webhook.test event to the configured URL, or to --endpoint (exit 3 unless it answers 2xx)")
+    .option("--endpoint <endpointId>", "the endpoint to test (default: the org's webhookUrl)")
+    .action(async (options, command: Command) => {
       const output = outputOf(command);
-      const outcome = await clientOf(command).webhooks.test();
+      const outcome = await clientOf(command).webhooks.test(options.endpoint ? { endpointId: String(options.endpoint) } : {});
       if (output.json) printJson(output, outcome);
       else output.out(`${outcome.succeeded ? "Delivered" : "Failed"}: ${outcome.delivery ? deliveryLines(outcome.delivery) : "no delivery"}`);
       if (!outcome.succeeded) throw new ExitError(EXIT.JOB_FAILED, "The test webhook was not answered with 2xx");

@@ -90,6 +90,8 @@ export interface RetryDeliveryRequest {
 }
 
 export interface SendTestRequest {
+  /** The endpoint to test; the org's webhookUrl (`ep_default`) when left out. */
+  endpointId?: string | undefined;
 }
 
 export interface SendTestResponse {
@@ -1362,11 +1364,14 @@ export const RetryDeliveryRequest: MessageFns<RetryDeliveryRequest> = {
 };
 
 function createBaseSendTestRequest(): SendTestRequest {
-  return {};
+  return { endpointId: undefined };
 }
 
 export const SendTestRequest: MessageFns<SendTestRequest> = {
-  encode(_: SendTestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: SendTestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== undefined) {
+      writer.uint32(10).string(message.endpointId);
+    }
     return writer;
   },
 
@@ -1383,6 +1388,14 @@ export const SendTestRequest: MessageFns<SendTestRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1395,20 +1408,30 @@ export const SendTestRequest: MessageFns<SendTestRequest> = {
     }
   },
 
-  fromJSON(_: any): SendTestRequest {
-    return {};
+  fromJSON(object: any): SendTestRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : undefined,
+    };
   },
 
-  toJSON(_: SendTestRequest): unknown {
+  toJSON(message: SendTestRequest): unknown {
     const obj: any = {};
+    if (message.endpointId !== undefined) {
+      obj.endpointId = message.endpointId;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<SendTestRequest>): SendTestRequest {
     return SendTestRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<SendTestRequest>): SendTestRequest {
+  fromPartial(object: DeepPartial<SendTestRequest>): SendTestRequest {
     const message = createBaseSendTestRequest();
+    message.endpointId = object.endpointId ?? undefined;
     return message;
   },
 };
