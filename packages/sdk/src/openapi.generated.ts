@@ -837,6 +837,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             /** @description The signing secret; shown only in this response */
@@ -920,6 +925,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             secretSet: boolean;

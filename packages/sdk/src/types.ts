@@ -246,6 +246,8 @@ export interface Endpoint {
   retrySchedule: "seed" | "extended";
   secretSet: boolean;
   previousSecretExpiresAt: number | null;
+  /** Its deliveries of the last 24 hours that succeeded and that failed (in the list only; null elsewhere). */
+  recentDeliveries: { succeeded: number; failed: number } | null;
   createdAt: number;
 }
 

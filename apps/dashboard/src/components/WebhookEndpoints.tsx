@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { api, withQuery } from "../api";
+import { api } from "../api";
 import type { CreatedEndpoint, Delivery, Endpoint } from "../types";
 import { formatTime } from "../format";
 import { CopyButton, DataTable, EmptyState, ErrorMessage, Loading, Notice, useAction, useResource } from "./ui";
@@ -13,20 +13,12 @@ const EVENTS = [
   { name: "batch.completed", label: "batch.completed" },
   { name: "endpoint.disabled", label: "endpoint.disabled (another endpoint was disabled)" },
 ];
-/** How many recent deliveries the success rate is computed from (one page of the delivery log). */
-const RATE_SAMPLE = 100;
-
-/** Success rate per endpoint over its finished deliveries among the org's most recent ones. */
-function successRates(deliveries: Delivery[]): Map<string, { succeeded: number; finished: number }> {
-  const rates = new Map<string, { succeeded: number; finished: number }>();
-  for (const delivery of deliveries) {
-    if (delivery.status !== "succeeded" && delivery.status !== "failed") continue;
-    const rate = rates.get(delivery.endpointId) ?? { succeeded: 0, finished: 0 };
-    rate.finished += 1;
-    if (delivery.status === "succeeded") rate.succeeded += 1;
-    rates.set(delivery.endpointId, rate);
-  }
-  return rates;
+/** "97% of 1,204", or a dash when the endpoint finished no delivery in the last 24 hours. */
+function successRate(endpoint: Endpoint): string {
+  const recent = endpoint.recentDeliveries;
+  const finished = recent ? recent.succeeded + recent.failed : 0;
+  if (!recent || finished === 0) return "–";
+  return `${Math.floor((recent.succeeded / finished) * 100)}% of ${finished.toLocaleString("en")}`;
 }
 
 /** Banner shown on the webhooks pages while any endpoint is disabled. */
@@ -47,11 +39,9 @@ export function DisabledEndpointsBanner({ endpoints }: { endpoints: Endpoint[] }
 /** The org's endpoints: list with state and success rate, create, enable/disable, rotate, recover. */
 export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
   const endpoints = useResource(() => api.get<Endpoint[]>("/webhooks/endpoints"), []);
-  const recent = useResource(() => api.page<Delivery>(withQuery("/webhooks/deliveries", { limit: RATE_SAMPLE })), []);
   const [secret, setSecret] = useState<{ endpointId: string; secret: string; rotated: boolean }>();
   const [tested, setTested] = useState<{ url: string; succeeded: boolean; detail: string }>();
   const action = useAction();
-  const rates = successRates(recent.data?.data ?? []);
   const list = endpoints.data ?? [];
 
   const setEnabled = (endpoint: Endpoint, enabled: boolean) =>
@@ -73,7 +63,7 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
       const last = outcome.delivery?.attemptLog.at(-1);
       const detail = last ? (last.responseStatus !== null ? `HTTP ${last.responseStatus} in ${last.latencyMs} ms` : (last.error ?? "no response")) : "";
       setTested({ url: endpoint.url, succeeded: outcome.succeeded, detail });
-      await recent.reload();
+      await endpoints.reload();
     });
 
   return (
@@ -82,13 +72,13 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
       <section className="card" aria-labelledby="endpoints-heading">
         <div className="section-header">
           <h2 id="endpoints-heading">Endpoints</h2>
-          <button type="button" className="button button-small" onClick={() => void (endpoints.reload(), recent.reload())} disabled={endpoints.loading}>
+          <button type="button" className="button button-small" onClick={() => void endpoints.reload()} disabled={endpoints.loading}>
             {endpoints.loading ? "Reloading…" : "Reload endpoints"}
           </button>
         </div>
         <p className="muted">
-          Each event goes to every enabled endpoint that subscribes to it, signed with that endpoint&apos;s secret. The success rate counts the
-          finished deliveries among the last {RATE_SAMPLE}.
+          Each event goes to every enabled endpoint that subscribes to it, signed with that endpoint&apos;s secret. The success rate counts its
+          deliveries of the last 24 hours that succeeded or failed.
         </p>
         <ErrorMessage error={endpoints.error} title="Could not load the endpoints" />
         <ErrorMessage error={action.error} title="The endpoint was not changed" />
@@ -127,7 +117,6 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
         ) : (
           <DataTable label="Webhook endpoints" columns={["Endpoint", "Events", "State", { label: "Success rate", numeric: true }, canManage && "Actions"]}>
             {list.map((endpoint) => {
-              const rate = rates.get(endpoint.id);
               return (
                 <tr key={endpoint.id}>
                   <td>
@@ -151,7 +140,7 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
                       </>
                     )}
                   </td>
-                  <td className="numeric">{rate ? `${Math.round((rate.succeeded / rate.finished) * 100)}% of ${rate.finished}` : "–"}</td>
+                  <td className="numeric">{successRate(endpoint)}</td>
                   {canManage ? (
                     <td>
                       <div className="page-actions">
@@ -182,7 +171,7 @@ export function WebhookEndpoints({ canManage }: { canManage: boolean }) {
           }}
         />
       ) : null}
-      {canManage && list.length > 0 ? <RecoverWindow endpoints={list} onRecovered={() => void recent.reload()} /> : null}
+      {canManage && list.length > 0 ? <RecoverWindow endpoints={list} onRecovered={() => void endpoints.reload()} /> : null}
     </>
   );
 }

@@ -18,6 +18,7 @@ const endpoint: Endpoint = {
   retrySchedule: "seed",
   secretSet: true,
   previousSecretExpiresAt: null,
+  recentDeliveries: null,
   createdAt: Date.UTC(2026, 0, 1),
 };
 

@@ -146,6 +146,7 @@ export function presentEndpoint(endpoint: webhooks.Endpoint) {
     retrySchedule: endpoint.retrySchedule,
     secretSet: endpoint.secretSet,
     previousSecretExpiresAt: orNull(endpoint.previousSecretExpiresAt),
+    recentDeliveries: endpoint.recent ? { succeeded: endpoint.recent.succeeded, failed: endpoint.recent.failed } : null,
     createdAt: endpoint.createdAt,
   };
 }

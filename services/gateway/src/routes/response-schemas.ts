@@ -31,6 +31,12 @@ const ENDPOINT_PROPERTIES = {
     retrySchedule: { type: "string", enum: ["seed", "extended"] },
     secretSet: { type: "boolean" },
     previousSecretExpiresAt: { ...epochMsOrNull, description: "Until when the secret before the last rotation still signs" },
+    recentDeliveries: {
+      type: ["object", "null"],
+      required: ["succeeded", "failed"],
+      properties: { succeeded: { type: "integer" }, failed: { type: "integer" } },
+      description: "Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere",
+    },
     createdAt: epochMs,
   };
 

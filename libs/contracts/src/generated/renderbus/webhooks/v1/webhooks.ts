@@ -125,7 +125,16 @@ export interface Endpoint {
   secretSet: boolean;
   createdAt: number;
   /** Until when the previous secret still signs (after a rotation), when one does. */
-  previousSecretExpiresAt?: number | undefined;
+  previousSecretExpiresAt?:
+    | number
+    | undefined;
+  /** Finished deliveries of the last 24 hours (ListEndpoints only). */
+  recent?: EndpointStats | undefined;
+}
+
+export interface EndpointStats {
+  succeeded: number;
+  failed: number;
 }
 
 export interface ListEndpointsRequest {
@@ -1538,6 +1547,7 @@ function createBaseEndpoint(): Endpoint {
     secretSet: false,
     createdAt: 0,
     previousSecretExpiresAt: undefined,
+    recent: undefined,
   };
 }
 
@@ -1581,6 +1591,9 @@ export const Endpoint: MessageFns<Endpoint> = {
     }
     if (message.previousSecretExpiresAt !== undefined) {
       writer.uint32(104).int64(message.previousSecretExpiresAt);
+    }
+    if (message.recent !== undefined) {
+      EndpointStats.encode(message.recent, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -1702,6 +1715,14 @@ export const Endpoint: MessageFns<Endpoint> = {
             message.previousSecretExpiresAt = longToNumber(reader.int64());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.recent = EndpointStats.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1757,6 +1778,7 @@ export const Endpoint: MessageFns<Endpoint> = {
         : isSet(object.previous_secret_expires_at)
         ? globalThis.Number(object.previous_secret_expires_at)
         : undefined,
+      recent: isSet(object.recent) ? EndpointStats.fromJSON(object.recent) : undefined,
     };
   },
 
@@ -1801,6 +1823,9 @@ export const Endpoint: MessageFns<Endpoint> = {
     if (message.previousSecretExpiresAt !== undefined) {
       obj.previousSecretExpiresAt = Math.round(message.previousSecretExpiresAt);
     }
+    if (message.recent !== undefined) {
+      obj.recent = EndpointStats.toJSON(message.recent);
+    }
     return obj;
   },
 
@@ -1822,6 +1847,94 @@ export const Endpoint: MessageFns<Endpoint> = {
     message.secretSet = object.secretSet ?? false;
     message.createdAt = object.createdAt ?? 0;
     message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? undefined;
+    message.recent = (object.recent !== undefined && object.recent !== null)
+      ? EndpointStats.fromPartial(object.recent)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEndpointStats(): EndpointStats {
+  return { succeeded: 0, failed: 0 };
+}
+
+export const EndpointStats: MessageFns<EndpointStats> = {
+  encode(message: EndpointStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.succeeded !== 0) {
+      writer.uint32(8).int32(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(16).int32(message.failed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointStats {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointStats();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.succeeded = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.failed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointStats {
+    return {
+      succeeded: isSet(object.succeeded) ? globalThis.Number(object.succeeded) : 0,
+      failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0,
+    };
+  },
+
+  toJSON(message: EndpointStats): unknown {
+    const obj: any = {};
+    if (message.succeeded !== 0) {
+      obj.succeeded = Math.round(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EndpointStats>): EndpointStats {
+    return EndpointStats.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EndpointStats>): EndpointStats {
+    const message = createBaseEndpointStats();
+    message.succeeded = object.succeeded ?? 0;
+    message.failed = object.failed ?? 0;
     return message;
   },
 };
