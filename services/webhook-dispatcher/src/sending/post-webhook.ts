@@ -127,16 +127,16 @@ export function requestHeadersForLog(headers: Record<string, string>, brand: str
 
 /** A receiver's response headers, bounded in count and size (its whole head is at most RESPONSE_HEADER_MAX_BYTES). */
 function keptResponseHeaders(raw: readonly string[]): Record<string, string> {
-  const kept: Record<string, string> = {};
-  let count = 0;
-  for (let index = 0; index + 1 < raw.length && count < RESPONSE_HEADERS_KEPT; index += 2) {
+  // A Map, not an object: a receiver's header may be called `constructor` or `__proto__`.
+  const kept = new Map<string, string>();
+  for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = raw[index]!.toLowerCase();
     const value = raw[index + 1]!.slice(0, RESPONSE_HEADER_VALUE_CHARS);
-    if (name === "__proto__") continue;
-    if (kept[name] === undefined) count += 1;
-    kept[name] = kept[name] === undefined ? value : `${kept[name]}, ${value}`.slice(0, RESPONSE_HEADER_VALUE_CHARS);
+    const previous = kept.get(name);
+    if (previous === undefined && kept.size >= RESPONSE_HEADERS_KEPT) continue;
+    kept.set(name, previous === undefined ? value : `${previous}, ${value}`.slice(0, RESPONSE_HEADER_VALUE_CHARS));
   }
-  return kept;
+  return Object.fromEntries(kept);
 }
 
 /** The ways an attempt can end without an answer, as the attempt's error says them. */
