@@ -631,7 +631,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a signed webhook.test event to the configured URL and reports the outcome.
+         * @description Sends a signed webhook.test event to the org's webhookUrl, or to the given endpoint, and reports the outcome.
          */
         post: operations["sendTestWebhook"];
         delete?: never;
@@ -857,6 +857,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             /** @description The signing secret; shown only in this response */
@@ -873,13 +878,24 @@ export interface components {
                 attempt: number;
                 error: string | null;
                 latencyMs: number;
+                /** @description The headers sent, without the signature headers (X-Renderbus-Signature, webhook-signature) */
+                requestHeaders: {
+                    [key: string]: string;
+                };
+                /** @description The first 4 KB of the response body */
                 responseExcerpt: string | null;
+                /** @description The receiver's response headers (at most 50); empty without an answer */
+                responseHeaders: {
+                    [key: string]: string;
+                };
                 responseStatus: number | null;
                 /** @description Epoch milliseconds */
                 startedAt: number;
             }[];
             attempts: number;
             batchId: string | null;
+            /** @description The exact JSON body every attempt sends */
+            body: string;
             /** @description Epoch milliseconds */
             createdAt: number;
             /**
@@ -929,6 +945,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             secretSet: boolean;
@@ -5722,7 +5743,10 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, unknown>;
+                "application/json": {
+                    /** @description The endpoint to test (ep_...); the org's webhookUrl (ep_default) when left out */
+                    endpointId?: string;
+                };
             };
         };
         responses: {
@@ -5769,6 +5793,19 @@ export interface operations {
             };
             /** @description PLAN_LIMIT or FORBIDDEN */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

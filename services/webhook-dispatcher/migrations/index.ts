@@ -186,4 +186,11 @@ export const migrations: Migrations = {
       await sql`alter table progress_throttle set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, autovacuum_vacuum_cost_delay = 0)`.execute(db);
     },
   },
+  "2026-11-24-007-attempt-headers": {
+    async up(db: Kysely<any>) {
+      // The attempt log (docs/webhooks.md, "Delivery log"): the request's headers without its signatures, and the
+      // receiver's response headers. Null for attempts recorded before this.
+      await sql`alter table delivery_attempts add column request_headers jsonb, add column response_headers jsonb`.execute(db);
+    },
+  },
 };

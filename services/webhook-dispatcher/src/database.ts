@@ -90,6 +90,9 @@ export interface DispatcherTables extends EventStoreTables {
     error: string | null;
     latency_ms: number;
     response_excerpt: string | null;
+    /** Without signature headers; null for attempts recorded before they were kept. */
+    request_headers: Record<string, string> | null;
+    response_headers: Record<string, string> | null;
   };
   batches: {
     batch_id: string;

@@ -144,7 +144,7 @@ export async function startDispatcherService(
 
   const rpc = createRpcServer(identity, logger);
   rpc.add(webhooks.WebhooksService, {
-    ...webhooksRpc({ db, targets, sender, leaseMs }),
+    ...webhooksRpc({ db, targets, endpoints, sender, leaseMs }),
     ...endpointsRpc({
       db,
       directory: endpoints,
