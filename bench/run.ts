@@ -12,8 +12,10 @@ import { benchBatchEndToEnd } from "./benchmarks/batch-end-to-end.js";
 import { benchCappedReplicas } from "./benchmarks/capped-replicas.js";
 import { benchJobAcceptance } from "./benchmarks/job-acceptance.js";
 import { benchJobOverhead } from "./benchmarks/job-overhead.js";
+import { benchProgressOverhead } from "./benchmarks/progress-overhead.js";
 import { memoryResult } from "./benchmarks/memory.js";
 import { benchQueuedToRunning } from "./benchmarks/queued-to-running.js";
+import { benchUploadThroughput } from "./benchmarks/upload-throughput.js";
 import { benchWebhookPeers } from "./benchmarks/webhook-peers.js";
 import { benchWebhooks } from "./benchmarks/webhooks.js";
 import { benchSizes, type BenchContext } from "./context.js";
@@ -37,7 +39,7 @@ const startedAt = Date.now();
 const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 
 // Every run is bounded: a stuck benchmark must not hold the machine.
-const hardLimitMs = (sizes.quick ? 6 : 25) * 60_000;
+const hardLimitMs = (sizes.quick ? 12 : 40) * 60_000;
 setTimeout(() => {
   log(`run exceeded ${hardLimitMs / 60_000} min; giving up`);
   process.exit(2);
@@ -100,6 +102,9 @@ async function main(): Promise<number> {
     await run("capped-replicas", () => benchCappedReplicas(ctx));
     // Before job-acceptance, whose waiting jobs would share the worker with the measured ones.
     await run("job-overhead", () => benchJobOverhead(ctx));
+    await run("upload-throughput", () => benchUploadThroughput(ctx));
+    // Stops the system's worker and runs each job on a worker of its own (progress on or off).
+    await run("progress-overhead", () => benchProgressOverhead(ctx));
     await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));
     benchmarks.push(memoryResult(idle, sampler.stop()));
     benchmarks.sort((a, b) => Number(a.title.split(".")[0]) - Number(b.title.split(".")[0]));

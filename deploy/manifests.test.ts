@@ -245,9 +245,11 @@ describe("deploy manifests", () => {
     expect(refused("worker")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
   });
 
-  it("keeps outputs in an S3 bucket: no shared volume, and the gateway and the worker reach the store over HTTPS", () => {
+  it("keeps outputs and uploads in an S3 bucket: no shared volume, and the gateway and the worker reach the store over HTTPS", () => {
     const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
     expect(config).toMatchObject({ STORAGE: "s3", S3_BUCKET: expect.any(String) });
+    // With STORAGE=s3 uploads are under uploads/ of the bucket (docs/uploads.md): no upload directory to share.
+    expect(config.UPLOAD_DIR).toBeUndefined();
     for (const service of ["gateway", "worker"] as const) {
       const pod = serviceDeployment(service).spec.template.spec as Doc;
       expect(pod.volumes ?? [], service).toEqual([]);

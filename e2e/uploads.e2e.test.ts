@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { createReadStream, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,11 +14,16 @@ import { api, createOrg, makeTestVideo, repoRoot, waitFor } from "./helpers.js";
 /**
  * Uploads end to end, every service its own process: a file uploaded over tus through the gateway, the connection
  * cut at 60% and the upload resumed from the server's offset, then jobs reading it (REST, batch, MCP) run by a worker
- * process that reads the upload from the shared UPLOAD_DIR.
+ * process that reads the upload from the shared UPLOAD_DIR. With `STORAGE=s3` (the run's S3-protocol server, libs/testing
+ * global-setup.ts) uploads are in the bucket: the worker gets an empty UPLOAD_DIR of its own, as a worker on another
+ * machine would, and the gateway's stays empty.
  */
+const onS3 = process.env.STORAGE === "s3";
+
 describe("uploads as job inputs", () => {
   let system: RunningSystem;
   let clip: Buffer;
+  let uploadDir: string;
 
   beforeAll(async () => {
     const infra = testInfra();
@@ -30,7 +35,8 @@ describe("uploads as job inputs", () => {
       redisUrl: infra.redisUrl,
       namespace: testNamespace("uploadse2e"),
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      uploadDir: mkdtempSync(join(tmpdir(), "rb-uploads-")),
+      uploadDir: (uploadDir = mkdtempSync(join(tmpdir(), "rb-uploads-"))),
+      ...(onS3 ? { serviceEnv: { worker: { UPLOAD_DIR: mkdtempSync(join(tmpdir(), "rb-worker-uploads-")) } } } : {}),
       env: { MODE: "test", PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }), IP_REQUESTS_PER_MINUTE: "1000000" },
     });
   }, 180_000);
@@ -161,4 +167,8 @@ describe("uploads as job inputs", () => {
     expect(result.stderr).toMatch(/Uploaded clip\.mp4 as upload_[0-9A-Z]{26}/);
     expect(result.stdout).toMatch(/job_\w+\s+transcode\s+completed/);
   }, 240_000);
+
+  it.runIf(onS3)("keeps uploads in the bucket with STORAGE=s3, none on the gateway's disk", () => {
+    expect(readdirSync(uploadDir)).toEqual([]);
+  });
 });

@@ -192,9 +192,13 @@ export class Bus {
     this.nc.publish(this.subject(logicalSubject), JSON.stringify(body));
   }
 
-  /** Core NATS subscription to a logical subject; returns an unsubscribe function. */
-  listen<T>(logicalSubject: string, handler: (data: T, subject: string) => void): () => void {
+  /**
+   * Core NATS subscription to a logical subject; returns an unsubscribe function. With `queue`, the subscribers of
+   * that queue group (a service's replicas) share the messages: each one goes to only one of them.
+   */
+  listen<T>(logicalSubject: string, handler: (data: T, subject: string) => void, options: { queue?: string } = {}): () => void {
     const subscription = this.nc.subscribe(this.subject(logicalSubject), {
+      ...(options.queue ? { queue: options.queue } : {}),
       callback: (error, msg) => {
         if (error) return;
         try {

@@ -49,13 +49,14 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
     publishes: ["jobs.events.>", "jobs.dispatch.>"],
     listens: [],
   },
-  // Turns job events into webhook deliveries; drops cached webhook targets on org changes.
+  // Turns job events into webhook deliveries; drops cached webhook targets on org changes; turns live progress into
+  // opt-in `job.progress` deliveries (a queue group: each message reaches one replica).
   "webhook-dispatcher": {
     declares: [STREAMS.jobEvents, STREAMS.webhookEvents],
     consumes: [STREAMS.jobEvents],
     retiresConsumers: [STREAMS.jobEvents],
     publishes: ["webhooks.events.>"],
-    listens: ["auth.events.org.updated"],
+    listens: ["auth.events.org.updated", "jobs.progress.*.*"],
   },
   // Pulls dispatches, records attempts (crash ledger), stops a job's provider on its cancel event. It reports
   // progress over gRPC only: it may not publish job events. Live progress (jobs.progress.<org>.<job>) is a core NATS

@@ -23,8 +23,8 @@ export interface UploadDescription {
 
 /**
  * Where uploads live. The gateway serves the tus protocol over `dataStore` and describes uploads; the worker reads
- * a finished one into a job's directory. The local disk implementation is {@link createLocalUploadStore}; another
- * store (S3, through `@tus/s3-store`) fits behind the same members.
+ * a finished one into a job's directory. Implementations: the local disk (`createLocalUploadStore`) and an S3 bucket
+ * (`createS3UploadStore`), chosen by STORAGE in `createUploadStore`.
  */
 export interface UploadStore {
   /** The tus data store `@tus/server` writes through. */

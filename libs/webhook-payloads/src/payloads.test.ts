@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "./payloads.js";
+import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobProgressPayload, jobRunningPayload, webhookTestPayload } from "./payloads.js";
 
 // Receivers get these exact bytes: the expected bodies are written out, member order included (docs/webhooks.md).
 describe("webhook payloads", () => {
@@ -32,6 +32,15 @@ describe("webhook payloads", () => {
   it("batch.completed carries the counts by terminal status", () => {
     const body = batchCompletedPayload({ batchId: "batch_1", jobCount: 3, counts: { completed: 2, failed: 1, cancelled: 0 }, createdAt: 1000, completedAt: 5000 });
     expect(JSON.stringify(body)).toBe('{"event":"batch.completed","batchId":"batch_1","jobCount":3,"counts":{"completed":2,"failed":1,"cancelled":0},"timing":{"createdAt":1000,"completedAt":5000}}');
+  });
+
+  it("job.progress carries the job, its org and the reading; unknown figures are null", () => {
+    expect(JSON.stringify(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: 42.5, etaMs: 9000, updatedAt: 5000 }))).toBe(
+      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":42.5,"etaMs":9000,"updatedAt":5000}}',
+    );
+    expect(JSON.stringify(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: null, etaMs: null, updatedAt: 5000 }))).toBe(
+      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":null,"etaMs":null,"updatedAt":5000}}',
+    );
   });
 
   it("webhook.test names the org and says what it is", () => {

@@ -66,6 +66,25 @@ export function batchCompletedPayload(batch: { batchId: string; jobCount: number
   };
 }
 
+/** A running job's progress reading (docs/concepts.md, "Progress"). */
+export interface JobProgressReading {
+  orgId: string;
+  jobId: string;
+  percent: number | null;
+  etaMs: number | null;
+  updatedAt: number;
+}
+
+/** `job.progress` (opt-in, at most one per job and endpoint every 5 s): `{event, jobId, orgId, progress}`. */
+export function jobProgressPayload(reading: JobProgressReading) {
+  return {
+    event: "job.progress" as const,
+    jobId: reading.jobId,
+    orgId: reading.orgId,
+    progress: { percent: reading.percent, etaMs: reading.etaMs, updatedAt: reading.updatedAt },
+  };
+}
+
 /** `webhook.test`: what `POST /webhooks/test` sends so users can check their receiver and signature code. */
 export function webhookTestPayload(orgId: string, now: number) {
   return {

@@ -181,8 +181,8 @@ export class RenderbusClient {
     deliveries: (params: ListDeliveriesParams = {}): PageIterator<Delivery> => this.list<Delivery, ListDeliveriesParams>("/webhooks/deliveries", params),
     /** retryWebhookDelivery: `POST /webhooks/deliveries/{del_id}/retry`. */
     retry: (deliveryId: string): Promise<Delivery> => this.data({ method: "POST", path: `/webhooks/deliveries/${enc(deliveryId)}/retry` }),
-    /** sendTestWebhook: `POST /webhooks/test`; reports whether the configured URL answered 2xx. */
-    test: (): Promise<TestWebhookOutcome> => this.data({ method: "POST", path: "/webhooks/test", timeoutMs: 45_000 }),
+    /** sendTestWebhook: `POST /webhooks/test`, a signed webhook.test to the org's webhookUrl (or `endpointId`); reports whether it answered 2xx. */
+    test: (params: { endpointId?: string } = {}): Promise<TestWebhookOutcome> => this.data({ method: "POST", path: "/webhooks/test", body: params, timeoutMs: 45_000 }),
     /**
      * `GET /webhooks/events/stream`: every webhook payload of the org as it happens (what `renderbus webhooks listen`
      * forwards). Yields `ready` once subscribed, then one item per webhook.

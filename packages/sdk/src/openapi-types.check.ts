@@ -83,7 +83,7 @@ export type SdkTypesMatchOpenApi = [
   Assert<
     Same<
       WebhookPayload,
-      Schema<"JobRunningEvent"> | Schema<"JobCompletedEvent"> | Schema<"JobFailedEvent"> | Schema<"BatchCompletedEvent"> | Schema<"WebhookTestEvent">
+      Schema<"JobRunningEvent"> | Schema<"JobCompletedEvent"> | Schema<"JobFailedEvent"> | Schema<"BatchCompletedEvent"> | Schema<"WebhookTestEvent"> | Schema<"JobProgressEvent">
     >
   >,
 ];

@@ -631,7 +631,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a signed webhook.test event to the configured URL and reports the outcome.
+         * @description Sends a signed webhook.test event to the org's webhookUrl, or to the given endpoint, and reports the outcome.
          */
         post: operations["sendTestWebhook"];
         delete?: never;
@@ -696,6 +696,26 @@ export interface webhooks {
          * @description Sent when a job fails (provider error, timeout, bad input or credits); no charge. Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.
          */
         post: operations["webhook_job_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "job.progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A running job's progress
+         * @description Sent only to endpoints that name `job.progress`, at most once per job every 5 s while it runs; best-effort (a reading may be skipped, and one may arrive after `job.completed`: use `progress.updatedAt`). Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.
+         */
+        post: operations["webhook_job_progress"];
         delete?: never;
         options?: never;
         head?: never;
@@ -837,6 +857,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             /** @description The signing secret; shown only in this response */
@@ -853,13 +878,24 @@ export interface components {
                 attempt: number;
                 error: string | null;
                 latencyMs: number;
+                /** @description The headers sent, without the signature headers (X-Renderbus-Signature, webhook-signature) */
+                requestHeaders: {
+                    [key: string]: string;
+                };
+                /** @description The first 4 KB of the response body */
                 responseExcerpt: string | null;
+                /** @description The receiver's response headers (at most 50); empty without an answer */
+                responseHeaders: {
+                    [key: string]: string;
+                };
                 responseStatus: number | null;
                 /** @description Epoch milliseconds */
                 startedAt: number;
             }[];
             attempts: number;
             batchId: string | null;
+            /** @description The exact JSON body every attempt sends */
+            body: string;
             /** @description Epoch milliseconds */
             createdAt: number;
             /**
@@ -868,7 +904,7 @@ export interface components {
              */
             endpointId: string;
             /** @enum {string} */
-            event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+            event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
             id: string;
             jobId: string | null;
             /** @description Epoch milliseconds; null until reached */
@@ -909,6 +945,11 @@ export interface components {
             /** @description Until when the secret before the last rotation still signs */
             previousSecretExpiresAt: number | null;
             rateLimitPerSecond: number | null;
+            /** @description Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere */
+            recentDeliveries: {
+                failed: number;
+                succeeded: number;
+            } | null;
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             secretSet: boolean;
@@ -998,7 +1039,7 @@ export interface components {
             webhookDeliveries: {
                 attempts: number;
                 /** @enum {string} */
-                event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+                event: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
                 id: string;
                 /** @description Epoch milliseconds; null until reached */
                 lastAttemptAt: number | null;
@@ -1047,6 +1088,22 @@ export interface components {
             /** @example job_01JD3Z8X9K2M4N6P8R0T2V4W6Y */
             jobId: string;
             timing: components["schemas"]["JobTiming"];
+        };
+        /** @description Opt-in (an endpoint must name `job.progress`; `*` does not cover it), at most one per job and endpoint every 5 s, best-effort. */
+        JobProgressEvent: {
+            /** @constant */
+            event: "job.progress";
+            /** @example job_01JD3Z8X9K2M4N6P8R0T2V4W6Y */
+            jobId: string;
+            orgId: string;
+            progress: {
+                /** @description Estimated time left in ms; null when unknown */
+                etaMs: number | null;
+                /** @description Share of the expected output produced (one decimal); null when it cannot be known */
+                percent: number | null;
+                /** @description When the worker read it (epoch ms) */
+                updatedAt: number;
+            };
         };
         JobRunningEvent: {
             /** @constant */
@@ -4434,7 +4491,7 @@ export interface operations {
         parameters: {
             query?: {
                 cursor?: string;
-                event?: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+                event?: "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
                 jobId?: string;
                 limit?: number;
                 status?: "pending" | "succeeded" | "failed" | "skipped";
@@ -4800,12 +4857,12 @@ export interface operations {
                     /** @description Disabled endpoints get no attempts; their deliveries are stored as skipped */
                     enabled?: boolean;
                     /**
-                     * @description Event names, or ["*"] for every job and batch event (endpoint.disabled is only sent to endpoints naming it)
+                     * @description Event names, or ["*"] for every job and batch event (endpoint.disabled and job.progress are only sent to endpoints naming them)
                      * @default [
                      *       "*"
                      *     ]
                      */
-                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled")[];
+                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled" | "job.progress")[];
                     /**
                      * @description fifo: one delivery in flight, in the order of the events
                      * @enum {string}
@@ -5227,8 +5284,8 @@ export interface operations {
                     description?: string;
                     /** @description Disabled endpoints get no attempts; their deliveries are stored as skipped */
                     enabled?: boolean;
-                    /** @description Event names, or ["*"] for every job and batch event (endpoint.disabled is only sent to endpoints naming it) */
-                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled")[];
+                    /** @description Event names, or ["*"] for every job and batch event (endpoint.disabled and job.progress are only sent to endpoints naming them) */
+                    events?: ("*" | "job.running" | "job.completed" | "job.failed" | "batch.completed" | "endpoint.disabled" | "job.progress")[];
                     /**
                      * @description fifo: one delivery in flight, in the order of the events
                      * @enum {string}
@@ -5764,7 +5821,10 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, unknown>;
+                "application/json": {
+                    /** @description The endpoint to test (ep_...); the org's webhookUrl (ep_default) when left out */
+                    endpointId?: string;
+                };
             };
         };
         responses: {
@@ -5811,6 +5871,19 @@ export interface operations {
             };
             /** @description PLAN_LIMIT or FORBIDDEN */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -5996,6 +6069,52 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["JobFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx within 10 s counts as delivered. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (including 3xx and timeouts) is a failed attempt, retried 5 s, 25 s and 125 s later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_job_progress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Renderbus-Webhooks/<version> */
+                "User-Agent": string;
+                /** @description Standard Webhooks: the delivery id (`del_...`), the same as X-Renderbus-Delivery */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`; a `whsec_<base64>` secret is decoded for the HMAC, any other secret is used as its UTF-8 bytes. Verify with the `standardwebhooks` package or `verifyWebhook` from `@renderbus/sdk`. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: when this attempt was signed, in Unix seconds; reject it when more than 5 minutes off (replay protection) */
+                "webhook-timestamp": string;
+                /** @description 1 for the first attempt, then 2, 3, 4 for the retries */
+                "X-Renderbus-Attempt": string;
+                /** @description The delivery id (`del_...`), stable across attempts: dedupe on it */
+                "X-Renderbus-Delivery": string;
+                /** @description The event name, e.g. job.completed */
+                "X-Renderbus-Event": string;
+                /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
+                "X-Renderbus-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobProgressEvent"];
             };
         };
         responses: {

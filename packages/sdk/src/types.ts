@@ -195,7 +195,7 @@ export interface Me {
 }
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "skipped";
-export type WebhookEventName = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled";
+export type WebhookEventName = "job.running" | "job.completed" | "job.failed" | "batch.completed" | "webhook.test" | "endpoint.disabled" | "job.progress";
 
 export interface DeliveryAttempt {
   attempt: number;
@@ -203,7 +203,12 @@ export interface DeliveryAttempt {
   responseStatus: number | null;
   error: string | null;
   latencyMs: number;
+  /** The first 4 KB of the response body. */
   responseExcerpt: string | null;
+  /** The headers sent, without the signature headers. */
+  requestHeaders: Record<string, string>;
+  /** The receiver's response headers; empty without an answer. */
+  responseHeaders: Record<string, string>;
 }
 
 export interface Delivery {
@@ -221,6 +226,8 @@ export interface Delivery {
   nextAttemptAt: number | null;
   lastResponseStatus: number | null;
   lastError: string | null;
+  /** The exact JSON body every attempt sends. */
+  body: string;
   attemptLog: DeliveryAttempt[];
 }
 
@@ -239,6 +246,8 @@ export interface Endpoint {
   retrySchedule: "seed" | "extended";
   secretSet: boolean;
   previousSecretExpiresAt: number | null;
+  /** Its deliveries of the last 24 hours that succeeded and that failed (in the list only; null elsewhere). */
+  recentDeliveries: { succeeded: number; failed: number } | null;
   createdAt: number;
 }
 
@@ -313,7 +322,9 @@ export type WebhookPayload =
       counts: { completed: number; failed: number; cancelled: number };
       timing: { createdAt: number; completedAt: number };
     }
-  | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } };
+  | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } }
+  /** Opt-in (an endpoint must name it), at most one per job every 5 s, best-effort (docs/webhooks.md, "Progress events"). */
+  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number } };
 
 /** One page of a cursor-paginated list. */
 export interface Page<T> {

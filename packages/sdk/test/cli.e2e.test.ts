@@ -153,6 +153,52 @@ describe("renderbus CLI against the running system", () => {
     await remote.close();
   }, 300_000);
 
+  it("`webhooks endpoints` creates, lists, tests, disables, enables, rotates, recovers and deletes an endpoint", async () => {
+    const { key } = await createOrg(system.env, "starter", "CLI endpoints");
+    const remote = await startReceiver();
+    const configPath = join(mkdtempSync(join(tmpdir(), "rb-cli-")), "config.json");
+    const { run } = cli(configPath);
+    expect((await run("login", "--api-key", key, "--base-url", system.gatewayUrl)).code).toBe(0);
+
+    const created = await run("--json", "webhooks", "endpoints", "create", remote.url, "--events", "job.failed,webhook.test", "--description", "cli");
+    // webhook.test is not an event an endpoint subscribes to: a usage error before any request.
+    expect(created.code).toBe(2);
+    const made = await run("--json", "webhooks", "endpoints", "create", remote.url, "--events", "job.failed,job.completed", "--description", "cli");
+    expect(made.code, made.stderr).toBe(0);
+    const endpoint = JSON.parse(made.stdout) as { id: string; secret: string; events: string[] };
+    expect(endpoint).toMatchObject({ events: ["job.failed", "job.completed"] });
+    expect(endpoint.secret).toMatch(/^whsec_/);
+    const human = await run("webhooks", "endpoints", "create", remote.url);
+    expect(human.stdout).toMatch(/Created ep_\w+ for .*\n\n {2}whsec_\S+\n\nStore the signing secret now/);
+
+    const listed = await run("webhooks", "endpoints", "list");
+    expect(listed.stdout).toMatch(new RegExp(`${endpoint.id}\\s+enabled\\s+job\\.failed,job\\.completed`));
+    expect(listed.stdout).not.toContain(endpoint.secret);
+
+    const tested = await run("webhooks", "test", "--endpoint", endpoint.id);
+    expect(tested.code, tested.stdout + tested.stderr).toBe(0);
+    const testHook = remote.received.find((hook) => hook.headers["x-renderbus-event"] === "webhook.test")!;
+    expect(verifyWebhook(testHook.rawBody, testHook.headers, endpoint.secret)).toBe(true);
+
+    expect((await run("webhooks", "endpoints", "update", endpoint.id, "--disable")).stdout).toContain("disabled");
+    expect((await run("webhooks", "endpoints", "list")).stdout).toMatch(new RegExp(`${endpoint.id}\\s+disabled`));
+    expect((await run("webhooks", "endpoints", "update", endpoint.id, "--enable", "--rate-limit", "5")).stdout).toContain("rate 5/s");
+
+    const rotated = await run("--json", "webhooks", "endpoints", "rotate", endpoint.id, "--grace", "60");
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const rotation = JSON.parse(rotated.stdout) as { secret: string; previousSecretExpiresAt: number };
+    expect(rotation.secret).toMatch(/^whsec_/);
+    expect(rotation.secret).not.toBe(endpoint.secret);
+    expect(rotation.previousSecretExpiresAt).toBeGreaterThan(Date.now());
+
+    const recovered = await run("webhooks", "endpoints", "recover", endpoint.id, "--since", "1h");
+    expect(recovered).toMatchObject({ code: 0, stdout: expect.stringMatching(/Recovering 0 deliveries of ep_/) });
+
+    expect((await run("webhooks", "endpoints", "delete", endpoint.id)).stdout).toContain(`Deleted ${endpoint.id}`);
+    expect((await run("webhooks", "endpoints", "get", endpoint.id)).code).toBe(1);
+    await remote.close();
+  }, 300_000);
+
   it("`webhooks listen --forward-to` forwards real deliveries, signed with the local secret it prints", async () => {
     const { orgId, key } = await createOrg(system.env, "starter", "Listen");
     const client = new RenderbusClient({ apiKey: key, baseUrl: system.gatewayUrl });

@@ -58,8 +58,9 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   /** With STORAGE=local: the directory the worker writes outputs to. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
   /**
-   * Where tus uploads are stored (docs/uploads.md). Workers read finished uploads from the same directory: give them
-   * the same path (one machine, or a shared volume).
+   * With STORAGE=local: where tus uploads are stored (docs/uploads.md). Workers read finished uploads from the same
+   * directory: give them the same path (one machine, or a shared volume). With STORAGE=s3 uploads are under
+   * `uploads/` of S3_BUCKET and this is unused.
    */
   UPLOAD_DIR: z.string().default(".data/uploads"),
   /** Hours an upload is kept after its creation, finished or not; a job must be submitted with it before then. */

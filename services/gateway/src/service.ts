@@ -5,7 +5,7 @@ import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createMetricsRegistry, instrumentHttpServer, startMetricsServer, type Logger, type Registry } from "@renderbus/telemetry";
 import { loadPlans } from "@renderbus/plans";
 import { createObjectStore } from "@renderbus/storage";
-import { createLocalUploadStore } from "@renderbus/uploads";
+import { createUploadStore } from "@renderbus/uploads";
 import type { GatewayConfig } from "./config.js";
 import type { GatewayDeps } from "./deps.js";
 import { buildApp } from "./app.js";
@@ -64,7 +64,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     credentials,
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
     outputs: createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
-    uploads: createLocalUploadStore({ directory: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploads: createUploadStore(config, { localDir: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: new JobEventHub(bus),
     jobProgress: new JobProgressHub(bus),
     finishedJobs,

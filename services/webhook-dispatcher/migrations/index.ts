@@ -169,4 +169,28 @@ export const migrations: Migrations = {
         )`.execute(db);
     },
   },
+  "2026-11-24-006-progress-throttle": {
+    async up(db: Kysely<any>) {
+      // Opt-in `job.progress` webhooks (docs/webhooks.md, "Progress events"): at most one per (endpoint, job) every
+      // 5 s across replicas. A row is moved forward only when its last delivery is old enough (a conditional upsert);
+      // the retention sweep drops rows of jobs that stopped reporting.
+      await sql`
+        create table progress_throttle (
+          org_id text not null,
+          endpoint_id text not null,
+          job_id text not null,
+          last_sent_at bigint not null,
+          primary key (org_id, endpoint_id, job_id)
+        )`.execute(db);
+      await sql`create index progress_throttle_sent on progress_throttle (last_sent_at)`.execute(db);
+      await sql`alter table progress_throttle set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, autovacuum_vacuum_cost_delay = 0)`.execute(db);
+    },
+  },
+  "2026-11-24-007-attempt-headers": {
+    async up(db: Kysely<any>) {
+      // The attempt log (docs/webhooks.md, "Delivery log"): the request's headers without its signatures, and the
+      // receiver's response headers. Null for attempts recorded before this.
+      await sql`alter table delivery_attempts add column request_headers jsonb, add column response_headers jsonb`.execute(db);
+    },
+  },
 };

@@ -69,6 +69,10 @@ export const configSchema = commonConfigSchema
    * backlog, an org at its cap) is announced as pending, so job records show it. Also how often that is checked.
    */
   DISPATCHER_ANNOUNCE_WAITING_AFTER_MS: z.coerce.number().int().positive().default(1000),
+  /** At most one `job.progress` delivery per job and endpoint this often (docs/webhooks.md, "Progress events"). */
+  WEBHOOK_PROGRESS_INTERVAL_MS: z.coerce.number().int().positive().default(5000),
+  /** Progress readings turned into deliveries at once by this process; readings beyond are dropped (best-effort). */
+  DISPATCHER_PROGRESS_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(64),
   /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
   WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
   /** How often expired rows are pruned (src/retention/prune.ts). */

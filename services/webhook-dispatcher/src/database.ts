@@ -48,6 +48,16 @@ export interface DispatcherTables extends EventStoreTables {
     /** When the next attempt may start, in ms of PostgreSQL's clock (fractional). */
     next_slot_at: ColumnType<number, number | undefined, number>;
   };
+  /**
+   * When each endpoint last got a `job.progress` delivery for each job, in ms of PostgreSQL's clock: the throttle of
+   * progress webhooks across replicas (src/ingest/job-progress.listener.ts).
+   */
+  progress_throttle: {
+    org_id: string;
+    endpoint_id: string;
+    job_id: string;
+    last_sent_at: number;
+  };
   endpoints: {
     org_id: string;
     /** `ep_...`, or `ep_default` (settings of the org's webhookUrl; its URL and secret are the auth service's). */
@@ -80,6 +90,9 @@ export interface DispatcherTables extends EventStoreTables {
     error: string | null;
     latency_ms: number;
     response_excerpt: string | null;
+    /** Without signature headers; null for attempts recorded before they were kept. */
+    request_headers: Record<string, string> | null;
+    response_headers: Record<string, string> | null;
   };
   batches: {
     batch_id: string;

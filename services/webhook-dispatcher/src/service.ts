@@ -9,6 +9,7 @@ import { migrations } from "../migrations/index.js";
 import type { DispatcherConfig } from "./config.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "./database.js";
 import { startJobEventsConsumer } from "./ingest/job-events.consumer.js";
+import { startJobProgressListener, type JobProgressListener } from "./ingest/job-progress.listener.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "./metrics.js";
 import { webhooksRpc } from "./rpc/webhooks.rpc.js";
 import { startDeliverySender } from "./sending/delivery-sender.js";
@@ -31,6 +32,8 @@ export interface DispatcherService {
   metricsRegistry: DispatcherMetrics["registry"];
   /** Prunes expired rows every RETENTION_SWEEP_INTERVAL_MS; `sweep()` runs it now. */
   retention: RetentionSweeper;
+  /** Turns live progress into `job.progress` deliveries. */
+  progress: JobProgressListener;
   /** Stops taking events, aborts attempts in flight (their deliveries stay due), drains the outbox, closes. */
   stop(): Promise<void>;
 }
@@ -129,10 +132,19 @@ export async function startDispatcherService(
     ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
     sender,
   });
+  const progress = startJobProgressListener({
+    bus,
+    db,
+    endpoints,
+    logger,
+    intervalMs: config.WEBHOOK_PROGRESS_INTERVAL_MS,
+    maxInFlight: config.DISPATCHER_PROGRESS_MAX_IN_FLIGHT,
+    wake: () => sender.wake(),
+  });
 
   const rpc = createRpcServer(identity, logger);
   rpc.add(webhooks.WebhooksService, {
-    ...webhooksRpc({ db, targets, sender, leaseMs }),
+    ...webhooksRpc({ db, targets, endpoints, sender, leaseMs }),
     ...endpointsRpc({
       db,
       directory: endpoints,
@@ -160,9 +172,11 @@ export async function startDispatcherService(
     metrics,
     metricsRegistry: metrics.registry,
     retention,
+    progress,
     async stop() {
       await rpc.shutdown(2000);
       await retention.stop();
+      await progress.stop();
       await consumer.stop();
       await sender.stop();
       await announcer.stop();

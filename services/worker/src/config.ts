@@ -20,8 +20,8 @@ export const workerConfigSchema = commonConfigSchema.extend({
   /** With STORAGE=local: the output directory; the gateway serves downloads from the same directory. */
   OUTPUT_DIR: z.string().default(".data/outputs"),
   /**
-   * Where inputs given as upload ids are read (docs/uploads.md): the gateway's UPLOAD_DIR, the same directory on one
-   * machine or a volume both mount.
+   * With STORAGE=local: where inputs given as upload ids are read (docs/uploads.md), the gateway's UPLOAD_DIR, the
+   * same directory on one machine or a volume both mount. With STORAGE=s3 the worker reads `uploads/` of S3_BUCKET.
    */
   UPLOAD_DIR: z.string().default(".data/uploads"),
   /** Must equal the gateway's: an upload older than this is refused (it is being deleted). */
@@ -32,6 +32,11 @@ export const workerConfigSchema = commonConfigSchema.extend({
   PUBLIC_URL: env.url(["http", "https"]).default("http://127.0.0.1:3000"),
   /** Jobs run at once by one worker process (each runs an ffmpeg); scale out with more replicas. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /**
+   * `off`: running jobs report no progress (ffmpeg runs without `-progress`, `job.progress` stays null): the
+   * progress-overhead benchmark's baseline, or a worker that must not publish it (docs/operations.md).
+   */
+  WORKER_PROGRESS: z.enum(["on", "off"]).default("on"),
   /** Download links stay valid this long. */
   OUTPUT_RETENTION_DAYS: z.coerce.number().positive().default(7),
   /** Whole-download deadline per input. */

@@ -6,7 +6,7 @@ import { AppError } from "@renderbus/errors";
 import { DEFAULT_PLANS } from "@renderbus/plans";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
 import { createObjectStore, type ObjectStore } from "@renderbus/storage";
-import { createLocalUploadStore } from "@renderbus/uploads";
+import { createUploadStore } from "@renderbus/uploads";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
 import { startCancelPoller } from "./dispatch/cancel-poller.js";
@@ -87,7 +87,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     jobs: jobsClient,
     billing: billingClient,
     outputs: options.outputs ?? createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
-    uploads: createLocalUploadStore({ directory: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploads: createUploadStore(config, { localDir: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     inputAgent,
     logger,
     workerId,
@@ -95,11 +95,16 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
     outputRetentionMs: retentionMs,
     inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
-    // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress").
-    publishProgress: (message) => {
-      const subject = jobProgressSubject(message.orgId, message.jobId);
-      if (subject && !bus.nc.isClosed()) bus.notify(subject, message);
-    },
+    // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress"). None with
+    // WORKER_PROGRESS=off.
+    ...(config.WORKER_PROGRESS === "on"
+      ? {
+          publishProgress: (message: Parameters<NonNullable<JobRunnerDeps["publishProgress"]>>[0]) => {
+            const subject = jobProgressSubject(message.orgId, message.jobId);
+            if (subject && !bus.nc.isClosed()) bus.notify(subject, message);
+          },
+        }
+      : {}),
     // For a work message without limits: the free plan's.
     fallbackLimits: { maxRunSeconds: DEFAULT_PLANS.free.maxRunSeconds, maxInputBytes: DEFAULT_PLANS.free.maxInputBytes },
   };

@@ -3,7 +3,7 @@ import { Link } from "../router";
 import { StatusBadge, DataTable } from "./ui";
 import type { DeliveryAttempt, WebhookDeliverySummary } from "../types";
 
-type DeliveryRow = WebhookDeliverySummary & { jobId?: string | null };
+type DeliveryRow = WebhookDeliverySummary & { jobId?: string | null; body?: string };
 
 /**
  * Webhook deliveries with a retry button per row (for owners and admins: without `onRetry` there is none): the job page (with each delivery's attempt log and next attempt)
@@ -48,7 +48,7 @@ export function DeliveriesTable({
               )}
             </td>
           ) : null}
-          <td data-label="Attempts">{attemptsOf ? <AttemptLog count={delivery.attempts} attempts={attemptsOf(delivery.id)} /> : delivery.attempts}</td>
+          <td data-label="Attempts">{attemptsOf ? <AttemptLog count={delivery.attempts} attempts={attemptsOf(delivery.id)} body={delivery.body} /> : delivery.attempts}</td>
           <td data-label="Last attempt">{formatTime(delivery.lastAttemptAt)}</td>
           <td data-label="Response">{delivery.lastResponseStatus !== null ? `HTTP ${delivery.lastResponseStatus}` : (delivery.lastError ?? "-")}</td>
           {showNextAttempt ? <td data-label="Next attempt">{formatTime(delivery.nextAttemptAt)}</td> : null}
@@ -71,21 +71,62 @@ export function DeliveriesTable({
   );
 }
 
-function AttemptLog({ count, attempts }: { count: number; attempts: DeliveryAttempt[] }) {
+function AttemptLog({ count, attempts, body }: { count: number; attempts: DeliveryAttempt[]; body?: string | undefined }) {
   if (attempts.length === 0) return <>{count}</>;
   return (
     <details className="attempts">
       <summary>
         {count} {count === 1 ? "attempt" : "attempts"}
       </summary>
+      {body !== undefined ? (
+        <details>
+          <summary>Request body</summary>
+          <pre className="mono" tabIndex={0} role="region" aria-label="Request body">
+            {body}
+          </pre>
+        </details>
+      ) : null}
       <ol>
         {attempts.map((attempt) => (
           <li key={attempt.attempt}>
             #{attempt.attempt} at {formatTime(attempt.startedAt)}: {attempt.responseStatus !== null ? `HTTP ${attempt.responseStatus}` : (attempt.error ?? "no response")} in{" "}
             {attempt.latencyMs} ms
+            <details>
+              <summary>
+                Request and response<span className="visually-hidden"> of attempt {attempt.attempt}</span>
+              </summary>
+              {attempt.error ? <p>Error: {attempt.error}</p> : null}
+              <Headers title="Request headers (signatures left out)" headers={attempt.requestHeaders} />
+              <Headers title="Response headers" headers={attempt.responseHeaders} />
+              <p className="hint">Response body (first 4 KB)</p>
+              <pre className="mono" tabIndex={0} role="region" aria-label={`Response body of attempt ${attempt.attempt}`}>
+                {attempt.responseExcerpt ?? "(none)"}
+              </pre>
+            </details>
           </li>
         ))}
       </ol>
     </details>
+  );
+}
+
+function Headers({ title, headers }: { title: string; headers: Record<string, string> | undefined }) {
+  const entries = Object.entries(headers ?? {});
+  return (
+    <>
+      <p className="hint">{title}</p>
+      {entries.length === 0 ? (
+        <p className="mono">(none)</p>
+      ) : (
+        <dl className="mono">
+          {entries.map(([name, value]) => (
+            <div key={name}>
+              <dt>{name}</dt>
+              <dd>{value}</dd>
+            </div>
+          ))}
+        </dl>
+      )}
+    </>
   );
 }

@@ -4,6 +4,7 @@ import { Link } from "../router";
 import { useSession } from "../session";
 import { canManage } from "../members";
 import { DeliveriesTable } from "../components/DeliveriesTable";
+import { WebhookEndpoints } from "../components/WebhookEndpoints";
 import { EmptyState, ErrorMessage, Loading, Notice, PageHeader, useResource } from "../components/ui";
 import type { Delivery, Org } from "../types";
 
@@ -37,6 +38,7 @@ export function WebhooksPage() {
       {org.data && allowed && !manager ? <Notice>Only owners and admins can change the webhook settings.</Notice> : null}
       {org.data ? <WebhookForm org={org.data} disabled={!allowed || !manager} onSaved={(next) => org.setData(next)} /> : null}
       {org.data && allowed && manager ? <TestEvent configured={Boolean(org.data.webhookUrl)} /> : null}
+      {org.data && allowed ? <WebhookEndpoints canManage={manager} /> : null}
       {org.data && allowed ? <RecentDeliveries canRetry={manager} /> : null}
     </>
   );
@@ -66,7 +68,7 @@ function WebhookForm({ org, disabled, onSaved }: { org: Org; disabled: boolean; 
   };
   return (
     <section className="card" aria-labelledby="endpoint-heading">
-      <h2 id="endpoint-heading">Endpoint</h2>
+      <h2 id="endpoint-heading">Default endpoint</h2>
       <form className="form" onSubmit={(event) => void save(event)}>
         <fieldset disabled={disabled} className="plain-fieldset">
           <legend className="visually-hidden">Webhook endpoint</legend>
@@ -188,7 +190,7 @@ function RecentDeliveries({ canRetry }: { canRetry: boolean }) {
           <p>Send a test event or submit a job to see deliveries here.</p>
         </EmptyState>
       ) : (
-        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob retrying={retrying} onRetry={canRetry ? (id) => void retry(id) : undefined} />
+        <DeliveriesTable label="Recent deliveries" deliveries={rows} showJob attemptsOf={(id) => rows.find((row) => row.id === id)?.attemptLog ?? []} retrying={retrying} onRetry={canRetry ? (id) => void retry(id) : undefined} />
       )}
     </section>
   );

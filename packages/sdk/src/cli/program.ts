@@ -8,6 +8,7 @@ import { configPath, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.
 import { EXIT, ExitError, UsageError } from "./exit-codes.js";
 import { batchLines, batchesTable, deliveriesTable, deliveryLines, jobLines, jobsTable, printJson, processOutput, table, formatTime, type Output } from "./output.js";
 import { JobProgress, UploadProgress } from "./progress.js";
+import { registerEndpointCommands } from "./webhook-endpoints.js";
 import { listenAndForward, newListenSecret } from "./webhooks-listen.js";
 
 interface GlobalOptions {
@@ -16,7 +17,7 @@ interface GlobalOptions {
   json?: boolean;
 }
 
-const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"];
+const DELIVERY_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"];
 
 /** Uploads a local file with a progress bar and returns the upload's id. @throws UsageError when it is not a readable file. */
 async function uploadLocalFile(client: RenderbusClient, output: Output, path: string): Promise<string> {
@@ -304,14 +305,16 @@ export function buildProgram(): Command {
     });
   webhooks
     .command("test")
-    .description("Send a signed webhook.test event to the configured URL (exit 3 unless it answers 2xx)")
-    .action(async (_options, command: Command) => {
+    .description("Send a signed webhook.test event to the configured URL, or to --endpoint (exit 3 unless it answers 2xx)")
+    .option("--endpoint <endpointId>", "the endpoint to test (default: the org's webhookUrl)")
+    .action(async (options, command: Command) => {
       const output = outputOf(command);
-      const outcome = await clientOf(command).webhooks.test();
+      const outcome = await clientOf(command).webhooks.test(options.endpoint ? { endpointId: String(options.endpoint) } : {});
       if (output.json) printJson(output, outcome);
       else output.out(`${outcome.succeeded ? "Delivered" : "Failed"}: ${outcome.delivery ? deliveryLines(outcome.delivery) : "no delivery"}`);
       if (!outcome.succeeded) throw new ExitError(EXIT.JOB_FAILED, "The test webhook was not answered with 2xx");
     });
+  registerEndpointCommands(webhooks, { clientOf, outputOf });
 
   return program;
 }

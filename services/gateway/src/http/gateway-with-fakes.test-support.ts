@@ -9,7 +9,7 @@ import { loadPlans } from "@renderbus/plans";
 import type { PromiseClient } from "@renderbus/rpc";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
 import { testInfra } from "@renderbus/testing";
-import { createLocalUploadStore } from "@renderbus/uploads";
+import { createUploadStore } from "@renderbus/uploads";
 import { buildApp } from "../app.js";
 import { gatewayConfigSchema, type GatewayConfig } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
@@ -55,7 +55,12 @@ export interface GatewayWithFakes {
  * Redis is the test infrastructure's; every app gets its own key prefix, so tests do not share counters.
  */
 export async function gatewayWithFakes(services: FakeServices = {}, env: Record<string, string> = {}): Promise<GatewayWithFakes> {
-  const config: GatewayConfig = gatewayConfigSchema.parse({ GATEWAY_METRICS_PORT: "0", REDIS_URL: testInfra().redisUrl, ...env });
+  const base = { GATEWAY_METRICS_PORT: "0", REDIS_URL: testInfra().redisUrl };
+  const config: GatewayConfig = gatewayConfigSchema.parse({ ...base, ...env });
+  // A run with STORAGE=s3 (libs/testing global-setup.ts) keeps uploads in its S3-protocol server's bucket here too
+  // (outputs stay a stub).
+  const storageEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name === "STORAGE" || name.startsWith("S3_")));
+  const uploadConfig = gatewayConfigSchema.parse({ ...base, ...storageEnv, ...env });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
   const prefix = `rb:test:${randomUUID()}`;
   const marksOptions = { prefix: `${prefix}:auth`, revokedTtlMs: 60_000 };
@@ -75,7 +80,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
     rateLimiter: new OneWindowRateLimiter(redis, 60_000, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
-    uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploads: createUploadStore(uploadConfig, { localDir: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: new JobEventHub(bus as unknown as Bus),
     finishedJobs: new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS }),
     metrics: createMetricsRegistry("gateway-test"),

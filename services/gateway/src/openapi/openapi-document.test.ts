@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { loadPlans } from "@renderbus/plans";
 import { createLocalUploadStore } from "@renderbus/uploads";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
+import { jobProgressPayload } from "@renderbus/webhook-payloads";
 import { buildApp } from "../app.js";
 import { gatewayConfigSchema } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
@@ -198,11 +199,13 @@ describe("the OpenAPI document at /openapi.json", () => {
 
   it("lists the webhook payloads under `webhooks`, one per event, matching what the dispatcher sends", () => {
     const document = buildOpenApiDocument("http://127.0.0.1:3000");
-    expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "job.completed", "job.failed", "job.running", "webhook.test"]);
+    expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "job.completed", "job.failed", "job.progress", "job.running", "webhook.test"]);
     const schemas = document.components.schemas as Record<string, { required?: readonly string[]; properties?: Record<string, unknown> }>;
     // docs/webhooks.md: job.failed carries no cost; job.completed carries result, cost and timing.
     expect(schemas.JobFailedEvent!.properties).not.toHaveProperty("cost");
     expect(schemas.JobCompletedEvent!.required).toEqual(["event", "jobId", "result", "cost", "timing"]);
+    // job.progress: the members the dispatcher's builder writes, in its order.
+    expect(schemas.JobProgressEvent!.required).toEqual(Object.keys(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: 1, etaMs: 1, updatedAt: 1 })));
     const headers = (document.webhooks["job.completed"].post.parameters as { name: string }[]).map((parameter) => parameter.name);
     expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt", "webhook-id", "webhook-timestamp", "webhook-signature"]));
   });

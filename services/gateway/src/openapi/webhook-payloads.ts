@@ -89,6 +89,25 @@ export const webhookPayloadSchemas = {
       timing: { type: "object", required: ["createdAt"], properties: { createdAt: epochMs } },
     },
   },
+  JobProgressEvent: {
+    type: "object",
+    required: ["event", "jobId", "orgId", "progress"],
+    description: "Opt-in (an endpoint must name `job.progress`; `*` does not cover it), at most one per job and endpoint every 5 s, best-effort.",
+    properties: {
+      event: { const: "job.progress" },
+      jobId,
+      orgId: { type: "string", pattern: "^org_" },
+      progress: {
+        type: "object",
+        required: ["percent", "etaMs", "updatedAt"],
+        properties: {
+          percent: { type: ["number", "null"], minimum: 0, maximum: 100, description: "Share of the expected output produced (one decimal); null when it cannot be known" },
+          etaMs: { type: ["integer", "null"], minimum: 0, description: "Estimated time left in ms; null when unknown" },
+          updatedAt: { ...epochMs, description: "When the worker read it (epoch ms)" },
+        },
+      },
+    },
+  },
   JobTiming: {
     type: "object",
     required: ["createdAt", "startedAt", "completedAt"],
@@ -137,5 +156,11 @@ export const webhookOperations = {
   "job.completed": webhook("job.completed", "JobCompletedEvent", "A job completed", "Sent once a job's output is stored and its cost captured."),
   "job.failed": webhook("job.failed", "JobFailedEvent", "A job failed", "Sent when a job fails (provider error, timeout, bad input or credits); no charge."),
   "batch.completed": webhook("batch.completed", "BatchCompletedEvent", "Every job of a batch is terminal", "Sent exactly once per batch, when its last job completes, fails or is cancelled."),
+  "job.progress": webhook(
+    "job.progress",
+    "JobProgressEvent",
+    "A running job's progress",
+    "Sent only to endpoints that name `job.progress`, at most once per job every 5 s while it runs; best-effort (a reading may be skipped, and one may arrive after `job.completed`: use `progress.updatedAt`).",
+  ),
   "webhook.test": webhook("webhook.test", "WebhookTestEvent", "A test event", "Sent by `POST /webhooks/test` to check a receiver and its signature verification."),
 };

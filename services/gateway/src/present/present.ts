@@ -111,6 +111,7 @@ export function presentDelivery(delivery: webhooks.Delivery) {
     nextAttemptAt: orNull(delivery.nextAttemptAt),
     lastResponseStatus: orNull(delivery.lastResponseStatus),
     lastError: orNull(delivery.lastError),
+    body: delivery.body,
     attemptLog: delivery.attemptLog.map((attempt) => ({
       attempt: attempt.attempt,
       startedAt: attempt.startedAt,
@@ -118,8 +119,16 @@ export function presentDelivery(delivery: webhooks.Delivery) {
       error: orNull(attempt.error),
       latencyMs: attempt.latencyMs,
       responseExcerpt: orNull(attempt.responseExcerpt),
+      // The dispatcher never stores signatures; dropped here as well so no path can ever show one.
+      requestHeaders: withoutSignatures(attempt.requestHeaders),
+      responseHeaders: { ...attempt.responseHeaders },
     })),
   };
+}
+
+/** Request headers of an attempt minus any signature header, whatever its brand or letter case. */
+function withoutSignatures(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !/^(?:x-[a-z0-9-]+-signature|webhook-signature)$/i.test(name)));
 }
 
 /** A webhook endpoint as the API shows it (never a secret). */
@@ -137,6 +146,7 @@ export function presentEndpoint(endpoint: webhooks.Endpoint) {
     retrySchedule: endpoint.retrySchedule,
     secretSet: endpoint.secretSet,
     previousSecretExpiresAt: orNull(endpoint.previousSecretExpiresAt),
+    recentDeliveries: endpoint.recent ? { succeeded: endpoint.recent.succeeded, failed: endpoint.recent.failed } : null,
     createdAt: endpoint.createdAt,
   };
 }

@@ -9,7 +9,7 @@ const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseco
 const nullableString = { type: ["string", "null"] } as const;
 const nullableInteger = { type: ["integer", "null"] } as const;
 /** The events a delivery carries (docs/webhooks.md). */
-const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"] } as const;
+const webhookEvent = { type: "string", enum: ["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"] } as const;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
   required: Object.keys(properties),
@@ -31,6 +31,12 @@ const ENDPOINT_PROPERTIES = {
     retrySchedule: { type: "string", enum: ["seed", "extended"] },
     secretSet: { type: "boolean" },
     previousSecretExpiresAt: { ...epochMsOrNull, description: "Until when the secret before the last rotation still signs" },
+    recentDeliveries: {
+      type: ["object", "null"],
+      required: ["succeeded", "failed"],
+      properties: { succeeded: { type: "integer" }, failed: { type: "integer" } },
+      description: "Its deliveries of the last 24 hours that succeeded and that failed; in the list only, null elsewhere",
+    },
     createdAt: epochMs,
   };
 
@@ -131,6 +137,7 @@ export const responseSchemas = {
     nextAttemptAt: epochMsOrNull,
     lastResponseStatus: nullableInteger,
     lastError: nullableString,
+    body: { type: "string", description: "The exact JSON body every attempt sends" },
     attemptLog: {
       type: "array",
       items: object({
@@ -139,7 +146,13 @@ export const responseSchemas = {
         responseStatus: nullableInteger,
         error: nullableString,
         latencyMs: { type: "integer" },
-        responseExcerpt: nullableString,
+        responseExcerpt: { ...nullableString, description: "The first 4 KB of the response body" },
+        requestHeaders: {
+          type: "object",
+          additionalProperties: { type: "string" },
+          description: "The headers sent, without the signature headers (X-Renderbus-Signature, webhook-signature)",
+        },
+        responseHeaders: { type: "object", additionalProperties: { type: "string" }, description: "The receiver's response headers (at most 50); empty without an answer" },
       }),
     },
   }),

@@ -10,10 +10,10 @@ import { presentEndpoint } from "../present/present.js";
 const DEFAULT_ENDPOINT_ID = "ep_default";
 
 const endpointEvents = z
-  .array(z.enum(["*", "job.running", "job.completed", "job.failed", "batch.completed", "endpoint.disabled"]))
+  .array(z.enum(["*", "job.running", "job.completed", "job.failed", "batch.completed", "endpoint.disabled", "job.progress"]))
   .min(1)
   .max(6)
-  .describe('Event names, or ["*"] for every job and batch event (endpoint.disabled is only sent to endpoints naming it)');
+  .describe('Event names, or ["*"] for every job and batch event (endpoint.disabled and job.progress are only sent to endpoints naming them)');
 const endpointSettings = {
   description: z.string().max(500).optional().describe("Your note about the endpoint"),
   events: endpointEvents.optional(),

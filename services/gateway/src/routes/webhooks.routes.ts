@@ -13,7 +13,7 @@ export const webhookRoutes = [
     tag: "webhooks",
     query: z.strictObject({
       status: z.enum(["pending", "succeeded", "failed", "skipped"]).optional(),
-      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]).optional(),
+      event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"]).optional(),
       jobId: z.string().min(1).max(100).optional(),
       limit: z.coerce.number().int().min(1).max(100).default(50),
       cursor: z.string().min(1).max(500).optional(),
@@ -46,14 +46,19 @@ export const webhookRoutes = [
     url: "/webhooks/test",
     operationId: "sendTestWebhook",
     summary: "Send a test event",
-    description: "Sends a signed webhook.test event to the configured URL and reports the outcome.",
+    description: "Sends a signed webhook.test event to the org's webhookUrl, or to the given endpoint, and reports the outcome.",
     tag: "webhooks",
     // Sends a request to the org's webhook URL.
     effects: { openWorld: true },
-    errors: ["PLAN_LIMIT", "VALIDATION_ERROR", "FORBIDDEN"],
+    body: z
+      .strictObject({
+        endpointId: z.string().min(1).max(64).optional().describe("The endpoint to test (ep_...); the org's webhookUrl (ep_default) when left out"),
+      })
+      .optional(),
+    errors: ["PLAN_LIMIT", "VALIDATION_ERROR", "FORBIDDEN", "NOT_FOUND"],
     response: one("TestWebhookOutcome"),
-    handler: async ({ auth }, deps) => {
-      const outcome = await deps.webhooks.sendTest({}, { auth, deadlineMs: 30_000 });
+    handler: async ({ auth, body }, deps) => {
+      const outcome = await deps.webhooks.sendTest(body?.endpointId !== undefined ? { endpointId: body.endpointId } : {}, { auth, deadlineMs: 30_000 });
       return { data: { succeeded: outcome.succeeded, delivery: outcome.delivery ? presentDelivery(outcome.delivery) : null } };
     },
   }),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { JOB_PROGRESS_SUBJECTS, type Bus } from "@renderbus/bus";
+import { ListenersByKey } from "./listeners-by-key.js";
 
 /** A running job's progress as `GET /jobs/{id}` and the SSE `progress` event show it (docs/concepts.md, "Progress"). */
 export interface JobProgress {
@@ -32,7 +33,7 @@ type Listener = (progress: JobProgress) => void;
  */
 export class JobProgressHub {
   private readonly latest = new Map<string, { orgId: string; progress: JobProgress; receivedAt: number }>();
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly listeners = new ListenersByKey<JobProgress>();
   private readonly unsubscribe: Array<() => void>;
   private readonly sweep: NodeJS.Timeout;
 
@@ -70,7 +71,7 @@ export class JobProgressHub {
     this.latest.set(jobId, { orgId, progress, receivedAt: this.now() });
     const max = this.options.maxJobs ?? MAX_TRACKED_JOBS;
     while (this.latest.size > max) this.latest.delete(this.latest.keys().next().value!);
-    for (const listener of this.listeners.get(jobId) ?? []) listener(progress);
+    this.listeners.notify(jobId, progress);
   }
 
   /** The last progress of a job of `orgId`, or null (none yet, expired, or another org's job). */
@@ -86,13 +87,7 @@ export class JobProgressHub {
 
   /** Calls `listener` with each progress tick of one job; returns the function that stops it. */
   watch(jobId: string, listener: Listener): () => void {
-    const set = this.listeners.get(jobId) ?? new Set();
-    set.add(listener);
-    this.listeners.set(jobId, set);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0) this.listeners.delete(jobId);
-    };
+    return this.listeners.add(jobId, listener);
   }
 
   get size(): number {

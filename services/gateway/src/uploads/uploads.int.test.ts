@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import net from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { auth } from "@renderbus/contracts";
 import { unauthorized } from "@renderbus/errors";
-import type { FileStore } from "@tus/file-store";
 import { authContextOf, gatewayWithFakes, newApiKey, type FakeServices, type GatewayWithFakes } from "../http/gateway-with-fakes.test-support.js";
 
 /**
@@ -105,8 +105,7 @@ describe("/uploads (tus 1.0)", () => {
     const done = await jsonOf(await call(callers.alice!, "GET", `/uploads/${id}`));
     expect(done.data).toMatchObject({ id, size: body.length, offset: body.length, complete: true });
     expect(done.data.expiresAt - done.data.createdAt).toBe(24 * 3_600_000);
-    const directory = (gateway!.deps.uploads.dataStore as FileStore).directory;
-    expect((await readFile(join(directory, id))).equals(body)).toBe(true);
+    expect((await storedBytes(id)).equals(body)).toBe(true);
   });
 
   it("answers 409 CONFLICT to a PATCH at the wrong offset", async () => {
@@ -251,8 +250,7 @@ describe("uploads for agents: create_upload and upload_media", () => {
     expect(stored.status).toBe(201);
     const upload = (await jsonOf(stored)).data;
     expect(upload).toMatchObject({ size: bytes.length, offset: bytes.length, complete: true });
-    const directory = (gateway!.deps.uploads.dataStore as FileStore).directory;
-    expect((await readFile(join(directory, upload.id))).equals(bytes)).toBe(true);
+    expect((await storedBytes(upload.id)).equals(bytes)).toBe(true);
 
     const tooLarge = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: randomBytes(1024 * 1024 + 3).toString("base64") }));
     expect(tooLarge.status).toBe(400);
@@ -274,3 +272,10 @@ describe("uploads for agents: create_upload and upload_media", () => {
     expect(result.structuredContent.data).toMatchObject({ size: bytes.length, complete: true });
   });
 });
+
+/** An upload's bytes as the store keeps them (the disk, or the bucket in a STORAGE=s3 run), read as the worker reads them. */
+async function storedBytes(id: string): Promise<Buffer> {
+  const destination = join(await mkdtemp(join(tmpdir(), "rb-upload-read-")), "upload.bin");
+  await gateway!.deps.uploads.copyTo(id, destination);
+  return readFile(destination);
+}

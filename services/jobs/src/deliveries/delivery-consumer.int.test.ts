@@ -34,6 +34,8 @@ describe("webhook deliveries on the job record", () => {
     await publish({ ...base, status: "pending", attempts: 1, lastAttemptAt: 1000, nextAttemptAt: 6000, lastResponseStatus: 500, lastError: "HTTP 500", occurredAt: 999 });
     const other = newId("del");
     await publish({ deliveryId: other, orgId: auth.orgId, jobId: job!.id, event: "job.completed", status: "failed", attempts: 4, lastAttemptAt: 9000, lastError: "timeout", occurredAt: 9000 });
+    // Progress deliveries stay out of the job record (docs/webhooks.md, "Progress events").
+    await publish({ deliveryId: newId("del"), orgId: auth.orgId, jobId: job!.id, event: "job.progress", status: "succeeded", attempts: 1, lastAttemptAt: 7000, lastResponseStatus: 200, occurredAt: 7000 });
 
     const read = await eventually(
       () => harness.client.getJob({ jobId: job!.id }, { auth }),

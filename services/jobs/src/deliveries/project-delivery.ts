@@ -3,7 +3,9 @@ import type { webhooks } from "@renderbus/contracts";
 import type { JobsDatabase, WebhookDeliveryTable as DeliveryRow } from "../db/jobs-database.js";
 
 function rowOf(update: webhooks.DeliveryUpdated): DeliveryRow | undefined {
-  if (!update.jobId || !update.deliveryId) return undefined;
+  // job.progress deliveries (up to one every 5 s per endpoint while a job runs) stay out of the job record: they are in
+  // the org's delivery log only (docs/webhooks.md, "Progress events").
+  if (!update.jobId || !update.deliveryId || update.event === "job.progress") return undefined;
   return {
     id: update.deliveryId,
     org_id: update.orgId,
@@ -26,7 +28,7 @@ const isNewer = (a: DeliveryRow, b: DeliveryRow) => a.attempts > b.attempts || (
  * order-insensitive: a redelivered or older update (fewer attempts, or the same attempts seen earlier) never
  * overwrites a newer one, whether it is already stored or in the same group (one row per delivery is kept, as an
  * upsert may touch a row only once). Updates without a job (batch and test events) are not part of any job record and
- * are ignored.
+ * are ignored, and so are progress deliveries.
  */
 export async function projectDeliveries(db: Kysely<JobsDatabase>, updates: webhooks.DeliveryUpdated[]): Promise<void> {
   const newest = new Map<string, DeliveryRow>();

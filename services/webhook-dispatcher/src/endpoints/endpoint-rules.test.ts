@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { checkEndpointFields, generateEndpointSecret } from "./endpoint-rules.js";
+import { checkEndpointFields, endpointMatches, generateEndpointSecret } from "./endpoint-rules.js";
 
 describe("endpoint fields", () => {
   it("takes the org webhookUrl's URL rule: http(s), https in production, no credentials", () => {
@@ -19,6 +19,14 @@ describe("endpoint fields", () => {
     expect(checkEndpointFields({ events: ["*", "job.failed"] }, "test")?.code).toBe("VALIDATION_ERROR");
     expect(checkEndpointFields({ events: ["job.failed", "job.failed"] }, "test")?.code).toBe("VALIDATION_ERROR");
     expect(checkEndpointFields({ events: ["webhook.test"] }, "test")?.code).toBe("VALIDATION_ERROR");
+  });
+
+  it("keeps job.progress opt-in: named alone or beside \"*\", never covered by it", () => {
+    expect(checkEndpointFields({ events: ["job.progress"] }, "test")).toBeUndefined();
+    expect(checkEndpointFields({ events: ["*", "job.progress", "endpoint.disabled"] }, "test")).toBeUndefined();
+    expect(endpointMatches(["*"], "job.progress")).toBe(false);
+    expect(endpointMatches(["*", "job.progress"], "job.progress")).toBe(true);
+    expect(endpointMatches(["job.progress"], "job.completed")).toBe(false);
   });
 
   it("bounds the other settings", () => {

@@ -5,8 +5,13 @@ import { webhookUrlProblem } from "@renderbus/address-guard";
 /** The org's webhookUrl as an endpoint (docs/webhooks.md, "The default endpoint"). */
 export const DEFAULT_ENDPOINT_ID = "ep_default";
 
-/** Events an endpoint may subscribe to. `endpoint.disabled` is operational: only endpoints naming it receive it. */
-export const ENDPOINT_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "endpoint.disabled"] as const;
+/**
+ * Events an endpoint may subscribe to. `endpoint.disabled` (operational) and `job.progress` (frequent, best-effort)
+ * are opt-in: only endpoints naming them receive them.
+ */
+export const ENDPOINT_EVENTS = ["job.running", "job.completed", "job.failed", "batch.completed", "endpoint.disabled", "job.progress"] as const;
+/** Opt-in events: never covered by `"*"`, and the only names allowed beside it. */
+const OPT_IN_EVENTS = new Set<string>(["endpoint.disabled", "job.progress"]);
 /** Events `"*"` covers: every job and batch event (operational events are opt-in). */
 const WILDCARD_EVENTS = new Set<string>(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test"]);
 
@@ -53,8 +58,8 @@ export function checkEndpointFields(fields: EndpointFields, mode: string): AppEr
   if (fields.description !== undefined && fields.description.length > DESCRIPTION_MAX) return validationError(`description must be at most ${DESCRIPTION_MAX} characters`);
   if (fields.events !== undefined) {
     if (fields.events.length === 0) return validationError('events must list event names or be ["*"]');
-    if (fields.events.includes("*") && fields.events.some((event) => event !== "*" && event !== "endpoint.disabled")) {
-      return validationError('events: "*" covers every job and batch event; list only "endpoint.disabled" beside it');
+    if (fields.events.includes("*") && fields.events.some((event) => event !== "*" && !OPT_IN_EVENTS.has(event))) {
+      return validationError('events: "*" covers every job and batch event; list only "endpoint.disabled" and "job.progress" beside it');
     }
     const unknown = fields.events.find((event) => event !== "*" && !(ENDPOINT_EVENTS as readonly string[]).includes(event));
     if (unknown !== undefined) return validationError(`events: unknown event ${JSON.stringify(unknown.slice(0, 100))}; one of ${ENDPOINT_EVENTS.join(", ")} or "*"`);

@@ -155,6 +155,14 @@ describe("webhook endpoints", () => {
     expect(verifySignature(standard.rawBody, standard.headers["x-renderbus-signature"] as string, WHSEC)).toBe(true);
     const generated = failuresOnly.received[0]!;
     expect(() => new Webhook(failures.secret).verify(generated.rawBody.toString("utf8"), headersOf(generated))).not.toThrow();
+
+    // The list counts each endpoint's finished deliveries of the last 24 hours (the dashboard's success rate).
+    const listed = await client.listEndpoints({}, as(orgId, "pro", "member"));
+    expect(Object.fromEntries(listed.endpoints.map((endpoint) => [endpoint.id, endpoint.recent]))).toEqual({
+      ep_default: { succeeded: 2, failed: 0 },
+      [all.endpoint!.id]: { succeeded: 2, failed: 0 },
+      [failures.endpoint!.id]: { succeeded: 1, failed: 0 },
+    });
   });
 
   it("signs with both secrets during a rotation's grace period, the seed header with the new one, then only the new one", async () => {

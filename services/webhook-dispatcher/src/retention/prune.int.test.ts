@@ -126,6 +126,14 @@ describe("webhook-dispatcher retention sweep (SECURITY-AUDIT finding 21)", () =>
     expect((await db().selectFrom("batch_terminal_jobs").select("job_id").orderBy("job_id").execute()).map((row) => row.job_id)).toEqual(["job_3", "job_4", "job_5"]);
   });
 
+  it("deletes job.progress throttle rows untouched for an hour and keeps recent ones", async () => {
+    const row = (jobId: string, ageMs: number) => ({ org_id: "org_retention", endpoint_id: "ep_1", job_id: jobId, last_sent_at: NOW - ageMs });
+    await db().insertInto("progress_throttle").values([row("job_old", 2 * 60 * 60 * 1000), row("job_running", 5000)]).execute();
+    const deleted = await sweep();
+    expect(deleted.progress_throttle).toBe(1);
+    expect((await db().selectFrom("progress_throttle").select("job_id").execute()).map((each) => each.job_id)).toEqual(["job_running"]);
+  });
+
   it("refuses a processed-event retention shorter than JetStream could redeliver an event (8 days at least)", () => {
     expect(() => configSchema.parse({ PROCESSED_EVENT_RETENTION_DAYS: "7" })).toThrow();
     expect(configSchema.parse({}).PROCESSED_EVENT_RETENTION_DAYS).toBe(14);

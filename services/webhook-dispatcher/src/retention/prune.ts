@@ -2,6 +2,9 @@ import { sql, type Kysely } from "kysely";
 import { deleteInBatches, type RetentionStep } from "@renderbus/db";
 import type { DispatcherTables } from "../database.js";
 
+/** How long a job's progress throttle row outlives its last `job.progress` delivery. */
+export const PROGRESS_THROTTLE_RETENTION_MS = 60 * 60 * 1000;
+
 export interface DispatcherRetention {
   /** Finished deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; docs/webhooks.md: kept 30 days). */
   deliveryRetentionMs: number;
@@ -17,6 +20,8 @@ export interface DispatcherRetention {
  *   retention. They only guard against a job event delivered twice, and JetStream cannot deliver an event again once
  *   JOBS_EVENTS has dropped it (max age 7 days), which the retention (at least 8 days) outlasts. A batch that has not
  *   completed keeps its rows, however old.
+ *
+ * - `progress_throttle` rows not moved for an hour (their job stopped reporting progress).
  *
  * Never pruned: `outbox` (the relay deletes rows once JetStream has them; a row still there is unpublished).
  */
@@ -53,6 +58,11 @@ export function dispatcherRetentionSteps(db: Kysely<DispatcherTables>, retention
     {
       name: "batches",
       prune: (now, stopping) => deleteInBatches(db, "batches", sql<boolean>`completed_at < ${now - retention.processedEventRetentionMs}`, { stopping }),
+    },
+    {
+      // A job reports progress every 0.5 s while it runs: a row untouched for an hour belongs to a finished job.
+      name: "progress_throttle",
+      prune: (now, stopping) => deleteInBatches(db, "progress_throttle", sql<boolean>`last_sent_at < ${now - PROGRESS_THROTTLE_RETENTION_MS}`, { stopping }),
     },
   ];
 }

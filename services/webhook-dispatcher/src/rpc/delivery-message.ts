@@ -18,6 +18,7 @@ export function toDeliveryMessage(row: DeliveryRow, attempts: AttemptRow[] = [])
     url: row.url,
     createdAt: row.created_at,
     endpointId: row.endpoint_id,
+    body: row.body,
     attemptLog: attempts.map((attempt) => ({
       attempt: attempt.attempt,
       startedAt: attempt.started_at,
@@ -25,6 +26,8 @@ export function toDeliveryMessage(row: DeliveryRow, attempts: AttemptRow[] = [])
       error: attempt.error ?? undefined,
       latencyMs: attempt.latency_ms,
       responseExcerpt: attempt.response_excerpt ?? undefined,
+      requestHeaders: attempt.request_headers ?? {},
+      responseHeaders: attempt.response_headers ?? {},
     })),
   };
 }

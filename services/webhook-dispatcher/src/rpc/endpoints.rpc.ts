@@ -41,6 +41,26 @@ function requireManager(auth: AuthContext): AuthContext {
 }
 
 /** A stored endpoint as the gRPC message (never its secret). */
+/** How long back the endpoint list's success counts look (docs/webhooks.md, "Dashboard"). */
+export const RECENT_OUTCOMES_MS = 24 * 60 * 60 * 1000;
+
+/** Per endpoint of the org: its deliveries created in the last 24 hours that succeeded and that failed. */
+async function recentOutcomes(db: DispatcherDb, orgId: string, now = Date.now()): Promise<Map<string, { succeeded: number; failed: number }>> {
+  const rows = await db
+    .selectFrom("deliveries")
+    .select(({ fn }) => [
+      "endpoint_id",
+      fn.countAll<string>().filterWhere("status", "=", "succeeded").as("succeeded"),
+      fn.countAll<string>().filterWhere("status", "=", "failed").as("failed"),
+    ])
+    .where("org_id", "=", orgId)
+    .where("created_at", ">=", now - RECENT_OUTCOMES_MS)
+    .where("status", "in", ["succeeded", "failed"])
+    .groupBy("endpoint_id")
+    .execute();
+  return new Map(rows.map((row) => [row.endpoint_id, { succeeded: Number(row.succeeded), failed: Number(row.failed) }]));
+}
+
 export function toEndpointMessage(row: EndpointRow, url: string, secretSet: boolean): webhooks.Endpoint {
   return {
     id: row.id,
@@ -89,11 +109,11 @@ export function endpointsRpc(deps: EndpointsRpcDeps): AsyncService<EndpointMetho
     async listEndpoints(_request, context: CallContext) {
       const { orgId } = context.requireAuth();
       const target = await targetOf(orgId);
-      const rows = await endpointRows(db, orgId);
+      const [rows, stats] = await Promise.all([endpointRows(db, orgId), recentOutcomes(db, orgId)]);
       const endpoints: webhooks.Endpoint[] = [];
       if (target.url) endpoints.push(toEndpointMessage(rows.find((row) => row.id === DEFAULT_ENDPOINT_ID) ?? defaultEndpointSettings(orgId, 0), target.url, !!target.secret));
       for (const row of rows) if (row.id !== DEFAULT_ENDPOINT_ID && row.url !== null) endpoints.push(toEndpointMessage(row, row.url, row.secret_sealed !== null));
-      return { endpoints };
+      return { endpoints: endpoints.map((endpoint) => ({ ...endpoint, recent: stats.get(endpoint.id) ?? { succeeded: 0, failed: 0 } })) };
     },
 
     async createEndpoint(request, context) {

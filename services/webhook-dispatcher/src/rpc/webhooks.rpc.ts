@@ -12,17 +12,21 @@ import { toDeliveryMessage } from "./delivery-message.js";
 import { webhookTestPayload } from "@renderbus/webhook-payloads";
 import type { DeliverySender } from "../sending/delivery-sender.js";
 import type { WebhookTargets } from "../targets/webhook-targets.js";
+import type { EndpointDirectory } from "../endpoints/endpoint-directory.js";
+import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 
 export interface WebhooksRpcDeps {
   db: Kysely<DispatcherTables>;
   targets: WebhookTargets;
+  /** Resolves a test's endpoint other than the default one. */
+  endpoints: EndpointDirectory;
   sender: DeliverySender;
   /** Lease for the synchronous test attempt: above the attempt timeout. */
   leaseMs: number;
 }
 
 const STATUSES = new Set(["pending", "succeeded", "failed", "skipped"]);
-const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled"]);
+const EVENTS = new Set(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"]);
 
 /** Manual retries and test events act on the org's webhook setup: owners and admins only, like changing it. */
 function requireManager(auth: AuthContext): AuthContext {
@@ -31,7 +35,7 @@ function requireManager(auth: AuthContext): AuthContext {
 }
 
 /** The `Webhooks` gRPC service: the org's delivery log (any member), manual retries and test events (managers). */
-export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): AsyncService<Pick<webhooks.WebhooksServer, "listDeliveries" | "retryDelivery" | "sendTest">> {
+export function webhooksRpc({ db, targets, endpoints, sender, leaseMs }: WebhooksRpcDeps): AsyncService<Pick<webhooks.WebhooksServer, "listDeliveries" | "retryDelivery" | "sendTest">> {
   return {
     async listDeliveries(request, context) {
       const { orgId } = context.requireAuth();
@@ -60,18 +64,27 @@ export function webhooksRpc({ db, targets, sender, leaseMs }: WebhooksRpcDeps): 
       return toDeliveryMessage(restarted, attempts.get(restarted.id));
     },
 
-    async sendTest(_request, context) {
+    async sendTest(request, context) {
       const { orgId } = requireManager(context.requireAuth());
       // Fresh: the user has usually just saved the URL and secret they want to test.
       const target = await targets.get(orgId, { fresh: true });
       if (!target.plan.webhooks) throw planLimit(`Webhooks are not included in the ${target.plan.name} plan`);
-      if (!target.url) throw validationError("webhookUrl is not configured");
+      const endpointId = request.endpointId ?? DEFAULT_ENDPOINT_ID;
+      let url = target.url;
+      if (endpointId !== DEFAULT_ENDPOINT_ID) {
+        if (!isId("ep", endpointId)) throw notFound("Endpoint");
+        const endpoint = (await endpoints.get(orgId, { fresh: true })).endpoints.find((candidate) => candidate.id === endpointId);
+        if (!endpoint) throw notFound("Endpoint");
+        if (!endpoint.enabled) throw validationError("The endpoint is disabled: enable it to send it a test event");
+        url = endpoint.url;
+      }
+      if (!url) throw validationError("webhookUrl is not configured");
       const now = Date.now();
       const leaseToken = randomUUID();
       const row = await db.transaction().execute(async (trx) => {
         const inserted = await insertDelivery(
           trx,
-          { orgId, event: "webhook.test", sourceEventId: null, jobId: null, batchId: null, url: target.url!, body: JSON.stringify(webhookTestPayload(orgId, now)), eventAt: now },
+          { orgId, event: "webhook.test", sourceEventId: null, jobId: null, batchId: null, url, body: JSON.stringify(webhookTestPayload(orgId, now)), eventAt: now, endpointId },
           { now, queued: false },
         );
         // Held by this call: the queue never picks a test delivery up (no retries for test events).

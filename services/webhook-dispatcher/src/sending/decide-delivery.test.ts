@@ -36,6 +36,8 @@ const failedAttempt: RecordedAttempt = {
   error: null,
   latencyMs: 40,
   responseExcerpt: "busy",
+  requestHeaders: null,
+  responseHeaders: null,
   status: "pending",
   nextAttemptAt: 6040,
   url: "https://new.example.com/hook",

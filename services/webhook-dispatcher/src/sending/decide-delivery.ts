@@ -9,6 +9,9 @@ export interface RecordedAttempt {
   error: string | null;
   latencyMs: number;
   responseExcerpt: string | null;
+  /** The request's headers without signatures, and the receiver's (null: no answer, or not kept). */
+  requestHeaders: Record<string, string> | null;
+  responseHeaders: Record<string, string> | null;
   status: DeliveryStatus;
   nextAttemptAt: number | null;
   url: string;

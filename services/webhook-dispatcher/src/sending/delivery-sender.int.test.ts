@@ -193,6 +193,42 @@ describe("webhook delivery", () => {
     expect(row.attempts).toBe(4);
   });
 
+  it("records each attempt's request headers without any signature, the body, and the response's status, headers and first 4 KB", async () => {
+    const { receiver, orgId } = await receiverForNewOrg((_request, response) =>
+      response.writeHead(200, { "x-receiver": "hooks-1", "content-type": "text/plain", "set-cookie": ["a=1", "b=2"] }).end("y".repeat(6000)),
+    );
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    const [request] = await receiver.waitFor(1, 10_000);
+    const client = webhooksClient(dispatcher.grpcPort);
+    const delivery = await eventually(async () => {
+      const { deliveries } = await client.listDeliveries({ limit: 10 }, { auth: { orgId, userId: "usr_x", plan: "pro" } });
+      return deliveries[0]?.attemptLog.length ? deliveries[0] : undefined;
+    });
+    client.close();
+    const [attempt] = delivery.attemptLog;
+    // The body the log shows is the exact body the receiver got.
+    expect(delivery.body).toBe(request!.rawBody.toString("utf8"));
+    expect(attempt!.requestHeaders).toMatchObject({
+      "content-type": "application/json",
+      "X-Renderbus-Event": "job.completed",
+      "X-Renderbus-Delivery": delivery.id,
+      "X-Renderbus-Attempt": "1",
+      "webhook-id": delivery.id,
+      "webhook-timestamp": request!.headers["webhook-timestamp"],
+    });
+    // The receiver got the signatures; the log never holds them, under any letter case.
+    expect(request!.headers["x-renderbus-signature"]).toMatch(/^sha256=/);
+    expect(request!.headers["webhook-signature"]).toMatch(/^v1,/);
+    expect(Object.keys(attempt!.requestHeaders).map((name) => name.toLowerCase())).not.toEqual(expect.arrayContaining(["x-renderbus-signature"]));
+    expect(Object.keys(attempt!.requestHeaders).map((name) => name.toLowerCase())).not.toContain("webhook-signature");
+    expect(JSON.stringify(delivery)).not.toContain(String(request!.headers["webhook-signature"]).slice(3));
+    expect(JSON.stringify(delivery)).not.toContain(String(request!.headers["x-renderbus-signature"]).slice(7));
+    expect(attempt!.responseStatus).toBe(200);
+    expect(attempt!.responseHeaders).toMatchObject({ "x-receiver": "hooks-1", "content-type": "text/plain", "set-cookie": "a=1, b=2" });
+    expect(attempt!.responseExcerpt).toBe("y".repeat(4096));
+    expect(attempt!.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
   it("marks a delivery failed after exactly four failed attempts and records each one", async () => {
     const { receiver, orgId } = await receiverForNewOrg((_request, response) => response.writeHead(503).end("x".repeat(5000)));
     await publisher.publish("job.completed", jobCompletedEvent(orgId));
@@ -208,7 +244,7 @@ describe("webhook delivery", () => {
     const { deliveries } = await client.listDeliveries({ limit: 10 }, { auth: { orgId, userId: "usr_x", plan: "pro" } });
     client.close();
     expect(deliveries[0]!.attemptLog.map((attempt) => [attempt.attempt, attempt.responseStatus])).toEqual([[1, 503], [2, 503], [3, 503], [4, 503]]);
-    expect(deliveries[0]!.attemptLog[0]!.responseExcerpt).toHaveLength(1024);
+    expect(deliveries[0]!.attemptLog[0]!.responseExcerpt).toHaveLength(4096);
   });
 
   it("treats a redirect as a failure and does not follow it", async () => {

@@ -143,13 +143,15 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
           { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence },
           { timeoutMs: options.timeoutMs, abort: stopController.signal },
         )
-      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, retryAfterMs: null };
+      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, requestHeaders: null, responseHeaders: null, retryAfterMs: null };
     if (stopController.signal.aborted) {
       // Shutting down mid-attempt: give the delivery back so a replica (or our restart) sends it again.
       await releaseLease(db, row.id, leaseToken).catch(() => undefined);
       return undefined;
     }
-    const responseExcerpt = await keptExcerpt(url, result.responseExcerpt, options);
+    // What a private target (let through by ALLOW_PRIVATE_ADDRESSES) answered, body and headers, is not kept.
+    const keepResponse = result.responseHeaders !== null || result.responseExcerpt ? (await keptExcerpt(url, "-", options)) !== null : true;
+    const responseExcerpt = keepResponse ? result.responseExcerpt : null;
     const gone = result.responseStatus === 410;
     const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now(), retryAfterMs: result.retryAfterMs, gone }, schedule);
     const updated = await recorder.submit({
@@ -163,6 +165,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         error: result.error,
         latencyMs: result.latencyMs,
         responseExcerpt,
+        requestHeaders: result.requestHeaders,
+        responseHeaders: keepResponse ? result.responseHeaders : null,
         status: next.status,
         nextAttemptAt: next.nextAttemptAt,
         url,

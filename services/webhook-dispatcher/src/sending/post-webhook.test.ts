@@ -67,7 +67,7 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     expect(result.latencyMs).toBeLessThan(TIMEOUT_MS + 1000);
   });
 
-  it("reads at most the 1 KB excerpt of a 1 GB body and drops the connection instead of downloading it", async () => {
+  it("reads at most the 4 KB excerpt of a 1 GB body and drops the connection instead of downloading it", async () => {
     const before = process.memoryUsage().rss;
     const { receiver, result } = await attemptAgainst("huge-body");
     expect(result).toMatchObject({ succeeded: true, responseStatus: 200, error: null });
@@ -109,6 +109,31 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     expect(refused.error).toMatch(/^ECONNREFUSED/);
     const ftp = await postWebhook(agent, webhook("ftp://127.0.0.1/"), { timeoutMs: TIMEOUT_MS });
     expect(ftp).toMatchObject({ succeeded: false, error: "INVALID_URL: unsupported protocol ftp:" });
+  });
+
+  it("keeps at most 50 response headers, safely named, and the request headers without any signature", async () => {
+    const server = createServer((_request, response) => {
+      const headers: Array<[string, string]> = [["constructor", "c"], ["__proto__", "p"], ["Set-Cookie", "a=1"], ["set-cookie", "b=2"]];
+      // Within the 16 KB response head: 60 headers, the first one longer than a kept value.
+      for (let index = 0; index < 60; index += 1) headers.push([`x-h${index}`, "v".repeat(index === 0 ? 1500 : 100)]);
+      response.writeHead(200, headers.flat()).end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const result = await postWebhook(agent, { ...webhook(`http://127.0.0.1:${(server.address() as { port: number }).port}/hook`), previousSecrets: ["old-secret"] }, { timeoutMs: 5000 });
+      const headers = result.responseHeaders!;
+      expect(Object.keys(headers)).toHaveLength(50);
+      expect(Object.getPrototypeOf(headers)).toBe(Object.prototype);
+      expect(Object.getOwnPropertyDescriptor(headers, "constructor")?.value).toBe("c");
+      expect(Object.getOwnPropertyDescriptor(headers, "__proto__")?.value).toBe("p");
+      expect(headers["set-cookie"]).toBe("a=1, b=2");
+      expect(headers["x-h0"]).toHaveLength(1000);
+      expect(result.requestHeaders).toMatchObject({ "X-Renderbus-Event": "job.completed", "X-Renderbus-Delivery": "dlv_1", "webhook-id": "dlv_1" });
+      expect(Object.keys(result.requestHeaders!).map((name) => name.toLowerCase())).not.toContain("x-renderbus-signature");
+      expect(Object.keys(result.requestHeaders!).map((name) => name.toLowerCase())).not.toContain("webhook-signature");
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it("still delivers to a well-behaved receiver after all of that, with the documented headers and the exact body", async () => {

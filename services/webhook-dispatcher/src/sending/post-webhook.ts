@@ -9,7 +9,11 @@ import { retryAfterMsOf } from "./retry-schedule.js";
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 /** Bytes of the response body kept with an attempt; no more than this is ever read from a receiver. */
-export const RESPONSE_EXCERPT_BYTES = 1024;
+export const RESPONSE_EXCERPT_BYTES = 4096;
+
+/** Response headers kept with an attempt: at most this many, each value cut to RESPONSE_HEADER_VALUE_CHARS. */
+export const RESPONSE_HEADERS_KEPT = 50;
+const RESPONSE_HEADER_VALUE_CHARS = 1000;
 
 /**
  * Largest response head (status line and headers) accepted from a receiver; a bigger one fails the attempt
@@ -86,6 +90,10 @@ export interface AttemptResult {
   responseStatus: number | null;
   error: string | null;
   responseExcerpt: string | null;
+  /** What was sent, without its signature headers (see requestHeadersForLog). */
+  requestHeaders: Record<string, string> | null;
+  /** The receiver's response headers, lower-case names, bounded (RESPONSE_HEADERS_KEPT); null without an answer. */
+  responseHeaders: Record<string, string> | null;
   /** The delay a 429 or 503 asked for with `Retry-After`, in ms (see retryAfterMsOf). */
   retryAfterMs: number | null;
 }
@@ -106,6 +114,29 @@ export function webhookHeaders(request: WebhookRequest, now = Date.now()): Recor
     ...(request.secret ? { [names.signature]: signatureOf(request.body, request.secret) } : {}),
     ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret, ...(request.previousSecrets ?? [])] : [] }),
   };
+}
+
+/**
+ * The request headers as the attempt log keeps them: every header but the signatures (`X-<brand>-Signature`,
+ * `webhook-signature`), which are secrets' work a log reader must never be able to replay or brute-force.
+ */
+export function requestHeadersForLog(headers: Record<string, string>, brand: string): Record<string, string> {
+  const signatures = new Set([webhookHeaderNames(brand).signature.toLowerCase(), "webhook-signature"]);
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !signatures.has(name.toLowerCase())));
+}
+
+/** A receiver's response headers, bounded in count and size (its whole head is at most RESPONSE_HEADER_MAX_BYTES). */
+function keptResponseHeaders(raw: readonly string[]): Record<string, string> {
+  // A Map, not an object: a receiver's header may be called `constructor` or `__proto__`.
+  const kept = new Map<string, string>();
+  for (let index = 0; index + 1 < raw.length; index += 2) {
+    const name = raw[index]!.toLowerCase();
+    const value = raw[index + 1]!.slice(0, RESPONSE_HEADER_VALUE_CHARS);
+    const previous = kept.get(name);
+    if (previous === undefined && kept.size >= RESPONSE_HEADERS_KEPT) continue;
+    kept.set(name, previous === undefined ? value : `${previous}, ${value}`.slice(0, RESPONSE_HEADER_VALUE_CHARS));
+  }
+  return Object.fromEntries(kept);
 }
 
 /** The ways an attempt can end without an answer, as the attempt's error says them. */
@@ -144,14 +175,17 @@ export async function postWebhook(
   if (abort?.aborted) onStop();
   else abort?.addEventListener("abort", onStop, { once: true });
   const signal = controller.signal;
-  const finish = (result: Omit<AttemptResult, "startedAt" | "latencyMs">): AttemptResult => ({
+  const headers = webhookHeaders(webhook);
+  const requestHeaders = requestHeadersForLog(headers, webhook.brand);
+  const finish = (result: Omit<AttemptResult, "startedAt" | "latencyMs" | "requestHeaders">): AttemptResult => ({
     startedAt,
     latencyMs: Math.round(performance.now() - started),
+    requestHeaders,
     ...result,
   });
   let status: number | null = null;
   try {
-    const response = await exchange(agent, webhook, signal).finally(() => {
+    const response = await exchange(agent, webhook, headers, signal).finally(() => {
       clearTimeout(timer);
       abort?.removeEventListener("abort", onStop);
     });
@@ -162,10 +196,11 @@ export async function postWebhook(
       responseStatus: status,
       error: succeeded ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
       responseExcerpt: response.excerpt,
+      responseHeaders: response.headers,
       retryAfterMs: retryAfterMsOf(status, response.retryAfter),
     });
   } catch (error) {
-    return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null, retryAfterMs: null });
+    return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
   }
 }
 
@@ -174,7 +209,12 @@ export async function postWebhook(
  * excerpt is full, or it broke after the status arrived (the status counts, the excerpt is what came); rejects when
  * no status arrived. Every path destroys what it leaves unread.
  */
-function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSignal): Promise<{ status: number; excerpt: string | null; retryAfter: string | undefined }> {
+function exchange(
+  agent: WebhookAgent,
+  webhook: WebhookRequest,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<{ status: number; excerpt: string | null; headers: Record<string, string>; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
     let target: URL;
     try {
@@ -201,7 +241,7 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSig
     const request = client.request(target, {
       method: "POST",
       agent: target.protocol === "https:" ? agent.https : agent.http,
-      headers: { ...webhookHeaders(webhook), "content-length": String(body.length) },
+      headers: { ...headers, "content-length": String(body.length) },
       maxHeaderSize: RESPONSE_HEADER_MAX_BYTES,
       insecureHTTPParser: false,
       signal,
@@ -229,7 +269,7 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, signal: AbortSig
         // Whatever is left unread (the rest of a 1 GB body, a trickle) is not worth a byte more: drop the connection.
         if (!response.complete) response.destroy();
         const retryAfter = response.headers["retry-after"];
-        resolve({ status, excerpt, retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined });
+        resolve({ status, excerpt, headers: keptResponseHeaders(response.rawHeaders), retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined });
       };
       response.on("data", (chunk: Buffer) => {
         if (settled) return;

@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLocalUploadStore, type UploadStore } from "@renderbus/uploads";
+import { z } from "zod";
+import { storageVariables } from "@renderbus/storage";
+import { createUploadStore, type UploadStore } from "@renderbus/uploads";
 import { createInputAgent, type InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobFailure } from "../job-failure.js";
 import { downloadInputs } from "./download-inputs.js";
@@ -21,7 +23,9 @@ beforeAll(async () => {
   const dir = await mkdtemp(path.join(tmpdir(), "rb-worker-uploads-"));
   await promisify(execFile)("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=duration=1:size=160x120:rate=10", "-c:v", "libx264", "-pix_fmt", "yuv420p", path.join(dir, "clip.mp4")]);
   clip = await readFile(path.join(dir, "clip.mp4"));
-  store = createLocalUploadStore({ directory: path.join(dir, "uploads"), retentionMs: 3_600_000 });
+  // The run's store: the disk, or with STORAGE=s3 the S3-protocol server's bucket (libs/testing global-setup.ts).
+  const storage = { MODE: "test", ...z.object(storageVariables).parse(process.env) };
+  store = createUploadStore(storage, { localDir: path.join(dir, "uploads"), retentionMs: 3_600_000 });
   agent = createInputAgent({ allowPrivateAddresses: false, connectTimeoutMs: 1_000, headersTimeoutMs: 1_000, bodyIdleTimeoutMs: 1_000 });
 });
 

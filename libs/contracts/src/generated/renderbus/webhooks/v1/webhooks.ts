@@ -29,7 +29,23 @@ export interface DeliveryAttempt {
   responseStatus?: number | undefined;
   error?: string | undefined;
   latencyMs: number;
-  responseExcerpt?: string | undefined;
+  responseExcerpt?:
+    | string
+    | undefined;
+  /** The request's headers without its signature headers (X-<brand>-Signature, webhook-signature). */
+  requestHeaders: { [key: string]: string };
+  /** The receiver's response headers (empty when it did not answer, or when its body is not kept either). */
+  responseHeaders: { [key: string]: string };
+}
+
+export interface DeliveryAttempt_RequestHeadersEntry {
+  key: string;
+  value: string;
+}
+
+export interface DeliveryAttempt_ResponseHeadersEntry {
+  key: string;
+  value: string;
 }
 
 export interface Delivery {
@@ -52,6 +68,8 @@ export interface Delivery {
   attemptLog: DeliveryAttempt[];
   /** The endpoint it goes to: `ep_default` for the org's webhookUrl. */
   endpointId: string;
+  /** The exact JSON body every attempt of the delivery sends. */
+  body: string;
 }
 
 export interface ListDeliveriesRequest {
@@ -72,6 +90,8 @@ export interface RetryDeliveryRequest {
 }
 
 export interface SendTestRequest {
+  /** The endpoint to test; the org's webhookUrl (`ep_default`) when left out. */
+  endpointId?: string | undefined;
 }
 
 export interface SendTestResponse {
@@ -105,7 +125,16 @@ export interface Endpoint {
   secretSet: boolean;
   createdAt: number;
   /** Until when the previous secret still signs (after a rotation), when one does. */
-  previousSecretExpiresAt?: number | undefined;
+  previousSecretExpiresAt?:
+    | number
+    | undefined;
+  /** Finished deliveries of the last 24 hours (ListEndpoints only). */
+  recent?: EndpointStats | undefined;
+}
+
+export interface EndpointStats {
+  succeeded: number;
+  failed: number;
 }
 
 export interface ListEndpointsRequest {
@@ -222,6 +251,8 @@ function createBaseDeliveryAttempt(): DeliveryAttempt {
     error: undefined,
     latencyMs: 0,
     responseExcerpt: undefined,
+    requestHeaders: {},
+    responseHeaders: {},
   };
 }
 
@@ -245,6 +276,12 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     if (message.responseExcerpt !== undefined) {
       writer.uint32(50).string(message.responseExcerpt);
     }
+    globalThis.Object.entries(message.requestHeaders).forEach(([key, value]: [string, string]) => {
+      DeliveryAttempt_RequestHeadersEntry.encode({ key: key as any, value }, writer.uint32(58).fork()).join();
+    });
+    globalThis.Object.entries(message.responseHeaders).forEach(([key, value]: [string, string]) => {
+      DeliveryAttempt_ResponseHeadersEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
+    });
     return writer;
   },
 
@@ -309,6 +346,28 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
             message.responseExcerpt = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            const entry7 = DeliveryAttempt_RequestHeadersEntry.decode(reader, reader.uint32());
+            if (entry7.value !== undefined) {
+              message.requestHeaders[entry7.key] = entry7.value;
+            }
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            const entry8 = DeliveryAttempt_ResponseHeadersEntry.decode(reader, reader.uint32());
+            if (entry8.value !== undefined) {
+              message.responseHeaders[entry8.key] = entry8.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -345,6 +404,60 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
         : isSet(object.response_excerpt)
         ? globalThis.String(object.response_excerpt)
         : undefined,
+      requestHeaders: isObject(object.requestHeaders)
+        ? (globalThis.Object.entries(object.requestHeaders) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.request_headers)
+        ? (globalThis.Object.entries(object.request_headers) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      responseHeaders: isObject(object.responseHeaders)
+        ? (globalThis.Object.entries(object.responseHeaders) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.response_headers)
+        ? (globalThis.Object.entries(object.response_headers) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -368,6 +481,24 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     if (message.responseExcerpt !== undefined) {
       obj.responseExcerpt = message.responseExcerpt;
     }
+    if (message.requestHeaders) {
+      const entries = globalThis.Object.entries(message.requestHeaders) as [string, string][];
+      if (entries.length > 0) {
+        obj.requestHeaders = {};
+        entries.forEach(([k, v]) => {
+          obj.requestHeaders[k] = v;
+        });
+      }
+    }
+    if (message.responseHeaders) {
+      const entries = globalThis.Object.entries(message.responseHeaders) as [string, string][];
+      if (entries.length > 0) {
+        obj.responseHeaders = {};
+        entries.forEach(([k, v]) => {
+          obj.responseHeaders[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -382,6 +513,194 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     message.error = object.error ?? undefined;
     message.latencyMs = object.latencyMs ?? 0;
     message.responseExcerpt = object.responseExcerpt ?? undefined;
+    message.requestHeaders = (globalThis.Object.entries(object.requestHeaders ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.responseHeaders = (globalThis.Object.entries(object.responseHeaders ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseDeliveryAttempt_RequestHeadersEntry(): DeliveryAttempt_RequestHeadersEntry {
+  return { key: "", value: "" };
+}
+
+export const DeliveryAttempt_RequestHeadersEntry: MessageFns<DeliveryAttempt_RequestHeadersEntry> = {
+  encode(message: DeliveryAttempt_RequestHeadersEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveryAttempt_RequestHeadersEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveryAttempt_RequestHeadersEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveryAttempt_RequestHeadersEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: DeliveryAttempt_RequestHeadersEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveryAttempt_RequestHeadersEntry>): DeliveryAttempt_RequestHeadersEntry {
+    return DeliveryAttempt_RequestHeadersEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveryAttempt_RequestHeadersEntry>): DeliveryAttempt_RequestHeadersEntry {
+    const message = createBaseDeliveryAttempt_RequestHeadersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseDeliveryAttempt_ResponseHeadersEntry(): DeliveryAttempt_ResponseHeadersEntry {
+  return { key: "", value: "" };
+}
+
+export const DeliveryAttempt_ResponseHeadersEntry: MessageFns<DeliveryAttempt_ResponseHeadersEntry> = {
+  encode(message: DeliveryAttempt_ResponseHeadersEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveryAttempt_ResponseHeadersEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveryAttempt_ResponseHeadersEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveryAttempt_ResponseHeadersEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: DeliveryAttempt_ResponseHeadersEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveryAttempt_ResponseHeadersEntry>): DeliveryAttempt_ResponseHeadersEntry {
+    return DeliveryAttempt_ResponseHeadersEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveryAttempt_ResponseHeadersEntry>): DeliveryAttempt_ResponseHeadersEntry {
+    const message = createBaseDeliveryAttempt_ResponseHeadersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -403,6 +722,7 @@ function createBaseDelivery(): Delivery {
     createdAt: 0,
     attemptLog: [],
     endpointId: "",
+    body: "",
   };
 }
 
@@ -452,6 +772,9 @@ export const Delivery: MessageFns<Delivery> = {
     }
     if (message.endpointId !== "") {
       writer.uint32(122).string(message.endpointId);
+    }
+    if (message.body !== "") {
+      writer.uint32(130).string(message.body);
     }
     return writer;
   },
@@ -589,6 +912,14 @@ export const Delivery: MessageFns<Delivery> = {
             message.endpointId = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -658,6 +989,7 @@ export const Delivery: MessageFns<Delivery> = {
         : isSet(object.endpoint_id)
         ? globalThis.String(object.endpoint_id)
         : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
     };
   },
 
@@ -708,6 +1040,9 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.endpointId !== "") {
       obj.endpointId = message.endpointId;
     }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
     return obj;
   },
 
@@ -731,6 +1066,7 @@ export const Delivery: MessageFns<Delivery> = {
     message.createdAt = object.createdAt ?? 0;
     message.attemptLog = object.attemptLog?.map((e) => DeliveryAttempt.fromPartial(e)) || [];
     message.endpointId = object.endpointId ?? "";
+    message.body = object.body ?? "";
     return message;
   },
 };
@@ -1037,11 +1373,14 @@ export const RetryDeliveryRequest: MessageFns<RetryDeliveryRequest> = {
 };
 
 function createBaseSendTestRequest(): SendTestRequest {
-  return {};
+  return { endpointId: undefined };
 }
 
 export const SendTestRequest: MessageFns<SendTestRequest> = {
-  encode(_: SendTestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: SendTestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.endpointId !== undefined) {
+      writer.uint32(10).string(message.endpointId);
+    }
     return writer;
   },
 
@@ -1058,6 +1397,14 @@ export const SendTestRequest: MessageFns<SendTestRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1070,20 +1417,30 @@ export const SendTestRequest: MessageFns<SendTestRequest> = {
     }
   },
 
-  fromJSON(_: any): SendTestRequest {
-    return {};
+  fromJSON(object: any): SendTestRequest {
+    return {
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : undefined,
+    };
   },
 
-  toJSON(_: SendTestRequest): unknown {
+  toJSON(message: SendTestRequest): unknown {
     const obj: any = {};
+    if (message.endpointId !== undefined) {
+      obj.endpointId = message.endpointId;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<SendTestRequest>): SendTestRequest {
     return SendTestRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<SendTestRequest>): SendTestRequest {
+  fromPartial(object: DeepPartial<SendTestRequest>): SendTestRequest {
     const message = createBaseSendTestRequest();
+    message.endpointId = object.endpointId ?? undefined;
     return message;
   },
 };
@@ -1190,6 +1547,7 @@ function createBaseEndpoint(): Endpoint {
     secretSet: false,
     createdAt: 0,
     previousSecretExpiresAt: undefined,
+    recent: undefined,
   };
 }
 
@@ -1233,6 +1591,9 @@ export const Endpoint: MessageFns<Endpoint> = {
     }
     if (message.previousSecretExpiresAt !== undefined) {
       writer.uint32(104).int64(message.previousSecretExpiresAt);
+    }
+    if (message.recent !== undefined) {
+      EndpointStats.encode(message.recent, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -1354,6 +1715,14 @@ export const Endpoint: MessageFns<Endpoint> = {
             message.previousSecretExpiresAt = longToNumber(reader.int64());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.recent = EndpointStats.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1409,6 +1778,7 @@ export const Endpoint: MessageFns<Endpoint> = {
         : isSet(object.previous_secret_expires_at)
         ? globalThis.Number(object.previous_secret_expires_at)
         : undefined,
+      recent: isSet(object.recent) ? EndpointStats.fromJSON(object.recent) : undefined,
     };
   },
 
@@ -1453,6 +1823,9 @@ export const Endpoint: MessageFns<Endpoint> = {
     if (message.previousSecretExpiresAt !== undefined) {
       obj.previousSecretExpiresAt = Math.round(message.previousSecretExpiresAt);
     }
+    if (message.recent !== undefined) {
+      obj.recent = EndpointStats.toJSON(message.recent);
+    }
     return obj;
   },
 
@@ -1474,6 +1847,94 @@ export const Endpoint: MessageFns<Endpoint> = {
     message.secretSet = object.secretSet ?? false;
     message.createdAt = object.createdAt ?? 0;
     message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? undefined;
+    message.recent = (object.recent !== undefined && object.recent !== null)
+      ? EndpointStats.fromPartial(object.recent)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEndpointStats(): EndpointStats {
+  return { succeeded: 0, failed: 0 };
+}
+
+export const EndpointStats: MessageFns<EndpointStats> = {
+  encode(message: EndpointStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.succeeded !== 0) {
+      writer.uint32(8).int32(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(16).int32(message.failed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointStats {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointStats();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.succeeded = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.failed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointStats {
+    return {
+      succeeded: isSet(object.succeeded) ? globalThis.Number(object.succeeded) : 0,
+      failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0,
+    };
+  },
+
+  toJSON(message: EndpointStats): unknown {
+    const obj: any = {};
+    if (message.succeeded !== 0) {
+      obj.succeeded = Math.round(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EndpointStats>): EndpointStats {
+    return EndpointStats.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EndpointStats>): EndpointStats {
+    const message = createBaseEndpointStats();
+    message.succeeded = object.succeeded ?? 0;
+    message.failed = object.failed ?? 0;
     return message;
   },
 };
@@ -3388,6 +3849,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

@@ -1,0 +1,91 @@
+import { createWriteStream } from "node:fs";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { Upload, type DataStore } from "@tus/utils";
+import { isId, newId, timeOfId } from "@renderbus/ids";
+import { UPLOAD_ORG_METADATA, type UploadDescription, type UploadStore } from "./upload-store.js";
+
+/** A tus data store that also reads an upload back (both `@tus/file-store` and `@tus/s3-store` do). */
+export type ReadableDataStore = DataStore & { read(id: string): Readable | Promise<Readable> };
+
+/** What differs between the stores behind {@link createTusUploadStore}. */
+export interface TusUploadStoreParts {
+  /** The tus data store the gateway's `@tus/server` writes through, and the worker reads from. */
+  dataStore: ReadableDataStore;
+  retentionMs: number;
+  /** Every upload id the store holds (for the retention sweep). */
+  listIds(): Promise<string[]>;
+  /** Copies a finished upload to a local file; default: a stream of `dataStore.read(id)` into it. */
+  copyTo?(id: string, destination: string): Promise<void>;
+}
+
+/**
+ * An UploadStore over any tus data store (`@tus/file-store` on disk, `@tus/s3-store` in a bucket): what an upload is
+ * (owner, offset, completeness, expiry), how one is created without a tus request, how the worker reads one and how
+ * old ones go. Only well-formed upload ids ever reach the data store: no `..`, no other object of the directory or
+ * bucket.
+ */
+export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
+  const { dataStore, retentionMs } = parts;
+  const describe = async (id: string): Promise<UploadDescription | undefined> => {
+    if (!isId("upload", id)) return undefined;
+    let upload: Upload;
+    try {
+      upload = await dataStore.getUpload(id);
+    } catch {
+      return undefined;
+    }
+    const orgId = upload.metadata?.[UPLOAD_ORG_METADATA];
+    if (!orgId) return undefined;
+    const createdAt = upload.creation_date ? Date.parse(upload.creation_date) : timeOfId(id);
+    const size = upload.size ?? null;
+    return {
+      id,
+      orgId,
+      size,
+      offset: upload.offset,
+      complete: size !== null && upload.offset === size,
+      createdAt,
+      expiresAt: createdAt + retentionMs,
+      filename: upload.metadata?.filename ?? null,
+    };
+  };
+  const create = async ({ orgId, size, filename }: { orgId: string; size: number; filename?: string }): Promise<UploadDescription> => {
+    const id = newId("upload");
+    await dataStore.create(new Upload({ id, size, offset: 0, metadata: { ...(filename ? { filename } : {}), [UPLOAD_ORG_METADATA]: orgId } }));
+    return (await describe(id))!;
+  };
+  return {
+    dataStore,
+    retentionMs,
+    describe,
+    create,
+    createComplete: async ({ orgId, bytes, filename }) => {
+      const upload = await create({ orgId, size: bytes.length, ...(filename ? { filename } : {}) });
+      // An empty upload is complete as created; a store may still need the write to finish it (S3: the object).
+      await dataStore.write(Readable.from(bytes.length > 0 ? [bytes] : []), upload.id, 0);
+      return (await describe(upload.id))!;
+    },
+    copyTo: async (id, destination) => {
+      if (!isId("upload", id)) throw new Error(`${id} is not an upload id`);
+      if (parts.copyTo) return parts.copyTo(id, destination);
+      await pipeline(await dataStore.read(id), createWriteStream(destination));
+    },
+    deleteExpired: async (now = Date.now()) => {
+      // tus' own deleteExpired keeps finished uploads forever; ours end with their retention either way.
+      let deleted = 0;
+      for (const id of await parts.listIds()) {
+        const upload = await describe(id);
+        const createdAt = upload?.createdAt ?? (isId("upload", id) ? timeOfId(id) : undefined);
+        if (createdAt === undefined || createdAt + retentionMs > now) continue;
+        try {
+          await dataStore.remove(id);
+          deleted += 1;
+        } catch {
+          // removed meanwhile (another replica's sweep, a client's DELETE)
+        }
+      }
+      return deleted;
+    },
+  };
+}
