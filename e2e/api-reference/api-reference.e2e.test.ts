@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +7,7 @@ import type { Browser, Page } from "playwright-core";
 import type { FastifyInstance } from "fastify";
 import { loadPlans } from "@renderbus/plans";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
+import { createLocalUploadStore } from "@renderbus/uploads";
 import { buildApp } from "../../services/gateway/src/app.js";
 import { gatewayConfigSchema } from "../../services/gateway/src/config.js";
 import type { GatewayDeps } from "../../services/gateway/src/deps.js";
@@ -24,6 +26,8 @@ async function startGateway(): Promise<{ app: FastifyInstance; url: string }> {
     plans: loadPlans(undefined),
     metrics: createMetricsRegistry("api-reference-e2e"),
     jobEvents: { close: () => undefined },
+    // A tus server is built over the upload store at start-up; no upload request reaches it here.
+    uploads: createLocalUploadStore({ directory: mkdtempSync(join(tmpdir(), "rb-api-reference-uploads-")), retentionMs: 3_600_000 }),
     // Limiters register their Lua scripts and SSE streams subscribe to revocations at start-up; nothing runs here.
     redis: { defineCommand: () => undefined },
     bus: { listen: () => () => undefined },

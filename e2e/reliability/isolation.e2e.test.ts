@@ -17,14 +17,25 @@ interface Resources {
   keyId: string;
   deliveryId: string;
   endpointId: string;
+  /** A tus upload half written (UPLOAD_HALF of UPLOAD_SIZE bytes). */
+  uploadId: string;
 }
 
 /** How org B probes one id-taking operation with org A's id: the REST call and the MCP tool arguments. */
 interface Probe {
   path: (a: Resources) => string;
   body?: (a: Resources) => unknown;
+  /** Sent as is instead of a JSON body (the tus routes take bytes). */
+  rawBody?: string;
+  headers?: Record<string, string>;
   tool?: (a: Resources) => Record<string, unknown>;
 }
+
+/** A's upload: its declared size and how many bytes A wrote before B probes it. */
+const UPLOAD_SIZE = 10;
+const UPLOAD_HALF = 5;
+/** Headers of a tus request (docs/uploads.md). */
+const TUS = { "tus-resumable": "1.0.0" };
 
 /**
  * Every operation of `/openapi.json` whose path takes an id, keyed `METHOD /path`. A new id route that is not here
@@ -53,6 +64,16 @@ const MATRIX: Record<string, Probe> = {
   "POST /webhooks/endpoints/{endpointId}/recover": { path: (a) => `/webhooks/endpoints/${a.endpointId}/recover`, body: () => ({ since: 0 }), tool: (a) => ({ endpointId: a.endpointId, since: 0 }) },
   // Server-Sent Events; no MCP tool (a stream is not a tool call).
   "GET /jobs/{jobId}/events": { path: (a) => `/jobs/${a.jobId}/events` },
+  "GET /uploads/{uploadId}": { path: (a) => `/uploads/${a.uploadId}`, tool: (a) => ({ uploadId: a.uploadId }) },
+  // tus 1.0 (no MCP tools: a tus client speaks them). A HEAD answer has no body: its status is the whole answer.
+  "HEAD /uploads/{uploadId}": { path: (a) => `/uploads/${a.uploadId}`, headers: TUS },
+  "PATCH /uploads/{uploadId}": {
+    path: (a) => `/uploads/${a.uploadId}`,
+    // Exactly the bytes A's upload still lacks, at A's offset: a write that would succeed for A.
+    rawBody: "b".repeat(UPLOAD_SIZE - UPLOAD_HALF),
+    headers: { ...TUS, "upload-offset": String(UPLOAD_HALF), "content-type": "application/offset+octet-stream" },
+  },
+  "DELETE /uploads/{uploadId}": { path: (a) => `/uploads/${a.uploadId}`, headers: TUS },
 };
 
 /** Id routes authorized by a signed URL (the signature is the credential), not by the caller's org. */
@@ -120,7 +141,11 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
     }, { timeoutMs: 90_000, what: "A's job.completed delivery" });
     const endpoint = await callA("POST", "/webhooks/endpoints", { url: "http://127.0.0.1:9/a-endpoint", events: ["job.failed"] });
     expect(endpoint.status).toBe(201);
-    a = { orgId: orgA.orgId, jobId, batchId: batch.body.data.id, keyId: key.body.data.id, deliveryId, endpointId: endpoint.body.data.id };
+    const link = await callA("POST", "/upload-links", { size: UPLOAD_SIZE, filename: "a.bin" });
+    expect(link.status, JSON.stringify(link.body)).toBe(201);
+    const written = await fetch(link.body.data.url, { method: "PATCH", headers: { authorization: `Bearer ${aKey}`, ...link.body.data.headers }, body: "a".repeat(UPLOAD_HALF) });
+    expect(written.status, await written.text()).toBe(204);
+    a = { orgId: orgA.orgId, jobId, batchId: batch.body.data.id, keyId: key.body.data.id, deliveryId, endpointId: endpoint.body.data.id, uploadId: link.body.data.upload.id };
     bMcp = await connectMcp(system.gatewayUrl, bKey);
   }, 240_000);
 
@@ -143,13 +168,29 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
 
   it("answers 404 NOT_FOUND (never 403 or 200) on every id route over REST, and changes nothing of A's", async () => {
     const results: Record<string, unknown> = {};
+    const revealed: Record<string, string> = {};
     for (const { key } of idOperations().filter(({ key }) => key in MATRIX)) {
       const probe = MATRIX[key]!;
       const method = key.split(" ")[0]!;
-      const response = await callB(method, probe.path(a), probe.body?.(a));
-      results[key] = { status: response.status, code: response.body?.error?.code };
+      const response =
+        probe.rawBody !== undefined
+          ? await fetch(`${system.gatewayUrl}${probe.path(a)}`, { method, headers: { authorization: `Bearer ${bKey}`, ...probe.headers }, body: probe.rawBody }).then(async (raw) => {
+              const text = await raw.text();
+              return { status: raw.status, headers: raw.headers, body: text ? JSON.parse(text) : undefined };
+            })
+          : await callB(method, probe.path(a), probe.body?.(a), probe.headers);
+      // A HEAD answer carries no body, so no error code: the status says it all.
+      results[key] = method === "HEAD" ? { status: response.status } : { status: response.status, code: response.body?.error?.code };
+      for (const header of ["upload-offset", "upload-length", "location"]) {
+        const value = response.headers.get(header);
+        if (value !== null) revealed[`${key} ${header}`] = value;
+      }
     }
-    expect(results).toEqual(Object.fromEntries(idOperations().filter(({ key }) => key in MATRIX).map(({ key }) => [key, { status: 404, code: "NOT_FOUND" }])));
+    expect(results).toEqual(
+      Object.fromEntries(idOperations().filter(({ key }) => key in MATRIX).map(({ key }) => [key, key.startsWith("HEAD ") ? { status: 404 } : { status: 404, code: "NOT_FOUND" }])),
+    );
+    // Nothing of A's upload leaks through the tus headers either.
+    expect(revealed).toEqual({});
 
     // A's job is still completed (not cancelled), its key still works, its webhook target is unchanged.
     expect((await callA("GET", `/jobs/${a.jobId}`)).body.data.status).toBe("completed");
@@ -160,6 +201,13 @@ describe("tenant isolation: org B's credentials on org A's resources", () => {
     const deliveries = (await callA("GET", `/webhooks/deliveries?jobId=${a.jobId}&event=job.completed`)).body.data as { attempts: number }[];
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]!.attempts).toBe(1);
+    // A's upload is still there, with only A's bytes.
+    const upload = await callA("GET", `/uploads/${a.uploadId}`);
+    expect(upload.status).toBe(200);
+    expect(upload.body.data).toMatchObject({ id: a.uploadId, size: UPLOAD_SIZE, offset: UPLOAD_HALF, complete: false });
+    // The owner's tus HEAD answers (so B's 404 is about the tenant, not the route).
+    const head = await fetch(`${system.gatewayUrl}/uploads/${a.uploadId}`, { method: "HEAD", headers: { authorization: `Bearer ${aKey}`, ...TUS } });
+    expect([head.status, head.headers.get("upload-offset")]).toEqual([200, String(UPLOAD_HALF)]);
   });
 
   it("does not reveal A's resources through B's list filters (batchId, jobId)", async () => {

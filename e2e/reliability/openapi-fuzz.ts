@@ -39,6 +39,8 @@ export interface Operation {
   bodySchema?: JsonSchema;
   /** Answers a Server-Sent Events stream (the stream routes ignore unknown query parameters). */
   eventStream: boolean;
+  /** The error codes the document lists under each status of this operation (the examples of its error responses). */
+  errorCodes: Record<string, string[]>;
 }
 
 export interface FuzzRequest {
@@ -53,10 +55,12 @@ export interface FuzzRequest {
   mayReadOk: boolean;
   /** The answer the request must get when it is precise (bad credentials: 401). */
   expectStatus?: number;
+  /** The operation's documented error codes by status (Operation.errorCodes). */
+  errorCodes: Record<string, string[]>;
 }
 
 export function operationsOf(document: {
-  paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: JsonSchema }> }; responses?: Record<string, { content?: Record<string, unknown> }> }>>;
+  paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: JsonSchema }> }; responses?: Record<string, { content?: Record<string, { examples?: Record<string, { value?: { error?: { code?: string } } }> }> }> }>>;
 }): Operation[] {
   return Object.entries(document.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({
@@ -65,6 +69,11 @@ export function operationsOf(document: {
       operationId: operation.operationId,
       parameters: operation.parameters ?? [],
       eventStream: Object.values(operation.responses ?? {}).some((response) => response.content?.["text/event-stream"] !== undefined),
+      errorCodes: Object.fromEntries(
+        Object.entries(operation.responses ?? {})
+          .filter(([status]) => Number(status) >= 400)
+          .map(([status, response]) => [status, Object.values(response.content?.["application/json"]?.examples ?? {}).flatMap((example) => example.value?.error?.code ?? [])]),
+      ),
       ...(operation.requestBody ? { bodySchema: operation.requestBody.content["application/json"]!.schema } : {}),
     })),
   );
@@ -182,6 +191,12 @@ function brokenObject(schema: JsonSchema, base: Record<string, unknown>): fc.Arb
   return breakers.length > 0 ? fc.oneof(...breakers) : undefined;
 }
 
+/** The sum of the maxLength of a schema's string properties, at any depth: a bound on what they add to a body. */
+function longestStrings(schema: JsonSchema): number {
+  const own = typesOf(schema).includes("string") ? (schema.maxLength ?? 0) : 0;
+  return own + Object.values(schema.properties ?? {}).reduce((sum, property) => sum + longestStrings(property), 0) + (schema.anyOf ?? []).reduce((sum, branch) => sum + longestStrings(branch), 0);
+}
+
 /** Lone surrogates cannot be percent-encoded; a URL carries U+FFFD in their place, as browsers do. */
 const encodeId = (id: string) => encodeURIComponent(id.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd"));
 
@@ -266,7 +281,7 @@ export function requestsFor(operation: Operation, context: FuzzContext): fc.Arbi
   const authorized = { authorization: `Bearer ${context.validKey}` };
   const jsonHeaders = { ...authorized, "content-type": "application/json" };
   const validBodyText = validBody === undefined ? undefined : JSON.stringify(validBody);
-  const base = { operationId: operation.operationId, method: operation.method, mayReadOk: false };
+  const base = { operationId: operation.operationId, method: operation.method, mayReadOk: false, errorCodes: operation.errorCodes };
   const kinds: fc.Arbitrary<FuzzRequest>[] = [];
 
   // Every operation: a credential that is missing, malformed, unknown or a mangled real key, with a valid request.
@@ -354,7 +369,8 @@ export function requestsFor(operation: Operation, context: FuzzContext): fc.Arbi
           fc.constantFrom("{", "}", "{'type': 'x'}", "{\"type\":}", "[1,,2]", "\u0000", "NaN", "undefined"),
         ).map((text) => ({ kind: "malformed-json", text })),
       },
-      { weight: 1, arbitrary: fc.constant({ kind: "huge-body", text: JSON.stringify({ ...(validBody as object), padding: "p".repeat(1024 * 1024 + 10) }) }) },
+      // Past 1 MB and past the longest body the schema allows (a route taking a file inline has a larger limit).
+      { weight: 1, arbitrary: fc.constant({ kind: "huge-body", text: JSON.stringify({ ...(validBody as object), padding: "p".repeat(1024 * 1024 + 10 + longestStrings(operation.bodySchema)) }) }) },
     );
     kinds.push(
       bodies.map(({ kind, text }) => ({

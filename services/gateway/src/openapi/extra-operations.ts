@@ -20,6 +20,11 @@ export interface ExtraOperation {
   parameters?: Record<string, unknown>[];
   success: { status: number; description: string; content: Record<string, unknown>; headers?: Record<string, unknown> };
   errors: ErrorCode[];
+  /**
+   * Answers whose status is another protocol's (tus), not the one docs/concepts.md#errors ties to the code; the body
+   * is still `{error: {code, message}}` (docs/uploads.md, "Errors").
+   */
+  protocolErrors?: { status: number; code: ErrorCode; description: string; message: string }[];
 }
 
 const json = (schema: Record<string, unknown>) => ({ "application/json": { schema } });
@@ -27,6 +32,8 @@ const tusHeader = (name: string, description: string, required = true) => ({ nam
 const TUS_RESUMABLE = tusHeader("Tus-Resumable", "The tus protocol version: 1.0.0");
 const UPLOAD_ID = { name: "uploadId", in: "path", required: true, schema: { type: "string" }, description: "An upload_ id" };
 const offsetHeader = { "Upload-Offset": { description: "Bytes received so far", schema: { type: "integer" } } };
+/** tus 1.0: a request without `Tus-Resumable: 1.0.0` is 412 Precondition Failed. */
+const TUS_VERSION_ERROR = [{ status: 412, code: "VALIDATION_ERROR" as const, description: "`Tus-Resumable` is missing or not 1.0.0 (tus' 412 Precondition Failed)", message: "Tus-Resumable: required, 1.0.0 (the tus protocol version)" }];
 const TUS_NOTE = " Part of the tus 1.0 protocol (https://tus.io/protocols/resumable-upload): use a tus client (tus-js-client, the SDK's `client.uploads.upload`) rather than calling it by hand; see docs/uploads.md.";
 const eventStream = { "text/event-stream": { schema: { type: "string", description: "Server-Sent Events" } } };
 
@@ -85,6 +92,7 @@ export const extraOperations: ExtraOperation[] = [
     parameters: [TUS_RESUMABLE, tusHeader("Upload-Length", "The file's size in bytes", false), tusHeader("Upload-Defer-Length", "1 when the size is not known yet", false), tusHeader("Upload-Metadata", "Comma-separated `key base64(value)` pairs, e.g. filename", false)],
     success: { status: 201, description: "Created; `Location` is the upload's URL", content: {}, headers: { Location: { description: "The upload's URL", schema: { type: "string" } }, ...offsetHeader } },
     errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
+    protocolErrors: TUS_VERSION_ERROR,
   },
   {
     method: "head",
@@ -96,7 +104,9 @@ export const extraOperations: ExtraOperation[] = [
     authenticated: true,
     parameters: [UPLOAD_ID, TUS_RESUMABLE],
     success: { status: 200, description: "The upload's offset", content: {}, headers: { ...offsetHeader, "Upload-Length": { description: "Declared size", schema: { type: "integer" } } } },
-    errors: ["NOT_FOUND"],
+    // A malformed or overlong id (or a percent-encoding that decodes to nothing) is 400 before tus sees it.
+    errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    protocolErrors: TUS_VERSION_ERROR,
   },
   {
     method: "patch",
@@ -109,6 +119,7 @@ export const extraOperations: ExtraOperation[] = [
     parameters: [UPLOAD_ID, TUS_RESUMABLE, tusHeader("Upload-Offset", "The upload's current offset")],
     success: { status: 204, description: "Written; `Upload-Offset` is the new offset", content: {}, headers: offsetHeader },
     errors: ["VALIDATION_ERROR", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE"],
+    protocolErrors: TUS_VERSION_ERROR,
   },
   {
     method: "delete",
@@ -120,7 +131,9 @@ export const extraOperations: ExtraOperation[] = [
     authenticated: true,
     parameters: [UPLOAD_ID, TUS_RESUMABLE],
     success: { status: 204, description: "Deleted", content: {} },
-    errors: ["NOT_FOUND"],
+    // A malformed or overlong id (or a percent-encoding that decodes to nothing) is 400 before tus sees it.
+    errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    protocolErrors: TUS_VERSION_ERROR,
   },
   {
     method: "post",

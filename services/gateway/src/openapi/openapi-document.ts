@@ -141,6 +141,16 @@ function extraOperation(operation: ExtraOperation, serverUrl: string) {
     [String(operation.success.status)]: { description: operation.success.description, headers: { ...requestIdHeader, ...operation.success.headers }, content: operation.success.content },
     ...errorResponses(errors, operation.authenticated),
   };
+  // Statuses of another protocol (tus) that carry one of our codes with a status of their own (docs/uploads.md).
+  for (const { status, code, description, message } of operation.protocolErrors ?? []) {
+    responses[String(status)] = {
+      description: `${code}: ${description}`,
+      // The status is the other protocol's, so not the one the code is tied to elsewhere.
+      "x-protocol": "tus",
+      headers: { ...requestIdHeader, ...(operation.authenticated ? rateLimitHeaders : {}) },
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" }, examples: { [code]: { value: { error: { code, message } } } } } },
+    };
+  }
   return {
     operationId: operation.operationId,
     summary: operation.summary,

@@ -10,15 +10,38 @@ import type { GatewayDeps } from "../deps.js";
 /** The path `/uploads` is mounted at. */
 export const UPLOADS_PATH = "/uploads";
 
+/** The tus protocol version served (the only value of `Tus-Resumable` accepted). */
+export const TUS_VERSION = "1.0.0";
+
 /** The tus status codes in the error codes of docs/concepts.md#errors (the status itself stays tus'). */
 function errorCodeOf(status: number): ErrorCode {
   if (status === 413) return "PAYLOAD_TOO_LARGE";
   if (status === 404 || status === 410) return "NOT_FOUND";
   if (status === 403) return "FORBIDDEN";
   if (status === 409 || status === 423) return "CONFLICT";
+  // 412: Tus-Resumable missing or not a version served; VALIDATION_ERROR below.
   if (status === 503) return "SERVICE_UNAVAILABLE";
   if (status >= 400 && status < 500) return "VALIDATION_ERROR";
   return "INTERNAL_ERROR";
+}
+
+/** The error body of a tus answer of `status` (docs/uploads.md, "Errors"): tus' status, our `{error: {code, message}}`. */
+export function tusErrorBody(status: number, message: string) {
+  const code = errorCodeOf(status);
+  return new AppError(code, code === "INTERNAL_ERROR" ? "Internal error" : message).toBody();
+}
+
+/**
+ * `@tus/server` answers some refusals itself in plain text (an invalid tus header: 400; a method without a handler:
+ * 404), past `onResponseError`. Every error answer it writes goes out here with the error body instead.
+ */
+class JsonErrorServer extends Server {
+  override async write(...[context, headers, status, body = ""]: Parameters<Server["write"]>): ReturnType<Server["write"]> {
+    if (status < 400) return super.write(context, headers, status, body);
+    headers.set("Content-Type", "application/json; charset=utf-8");
+    const json = body.startsWith('{"error"') ? body : JSON.stringify(tusErrorBody(status, body.trim() || "Upload request failed"));
+    return super.write(context, headers, status, json);
+  }
 }
 
 /**
@@ -35,7 +58,7 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "c
     return auth;
   };
   const publicUrl = deps.config.PUBLIC_URL.replace(/\/$/, "");
-  const server = new Server({
+  const server = new JsonErrorServer({
     path: UPLOADS_PATH,
     datastore: deps.uploads.dataStore,
     // Locations are built from PUBLIC_URL, never from the request's Host or X-Forwarded-* headers.
@@ -53,9 +76,8 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "c
     onResponseError: (_request, error) => {
       const status = "status_code" in error && typeof error.status_code === "number" ? error.status_code : 500;
       if (status >= 500) deps.logger.error({ err: error }, "upload request failed");
-      const code = errorCodeOf(status);
-      const message = code === "INTERNAL_ERROR" ? "Internal error" : "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";
-      return { status_code: status, body: JSON.stringify(new AppError(code, message).toBody()) };
+      const message = "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";
+      return { status_code: status, body: JSON.stringify(tusErrorBody(status, message)) };
     },
   });
   return {

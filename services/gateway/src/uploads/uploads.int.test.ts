@@ -116,6 +116,29 @@ describe("/uploads (tus 1.0)", () => {
     expect((await jsonOf(response)).error.code).toBe("CONFLICT");
   });
 
+  it("answers 412 with the JSON error body to a tus request without Tus-Resumable: 1.0.0, and 400 to an invalid tus header, leaving the upload untouched", async () => {
+    const { base, callers, call, create } = await startGateway({ alice: "pro" });
+    const { id } = await create(callers.alice!, 10);
+    const bare = (method: string, path: string, headers: Record<string, string> = {}) => fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${callers.alice!.key}`, ...headers } });
+    const answers = [
+      await bare("POST", "/uploads", { "upload-length": "10" }),
+      await call(callers.alice!, "POST", "/uploads", { "upload-length": "10", "tus-resumable": "0.2.2" }),
+      await bare("PATCH", `/uploads/${id}`, { "upload-offset": "0", "content-type": "application/offset+octet-stream" }),
+      await bare("DELETE", `/uploads/${id}`),
+    ];
+    for (const answer of answers) {
+      expect([answer.status, answer.headers.get("tus-version")]).toEqual([412, "1.0.0"]);
+      expect((await jsonOf(answer)).error).toEqual({ code: "VALIDATION_ERROR", message: "Tus-Resumable: required, 1.0.0 (the tus protocol version)" });
+    }
+    // A tus header tus itself refuses (not a number) gets the same error body.
+    const invalid = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "abc", "content-type": "application/offset+octet-stream" }, "12345");
+    expect([invalid.status, invalid.headers.get("content-type")]).toEqual([400, "application/json; charset=utf-8"]);
+    expect((await jsonOf(invalid)).error).toMatchObject({ code: "VALIDATION_ERROR", message: expect.stringMatching(/upload-offset/i) });
+    const head = await bare("HEAD", `/uploads/${id}`);
+    expect(head.status).toBe(412);
+    expect(await offsetOf(call, callers.alice!, id)).toBe(0);
+  });
+
   it("keeps uploads to their org: another org's HEAD, PATCH, DELETE and GET are 404, and the upload is untouched", async () => {
     const { callers, call, create } = await startGateway({ alice: "pro", mallory: "pro" });
     const { id } = await create(callers.alice!, 10);
