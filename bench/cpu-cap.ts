@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -27,6 +27,17 @@ export function cpuCapUnavailable(): string | undefined {
     return undefined;
   } catch {
     return `no writable cgroup v1 cpu controller at ${CPU_ROOT} (needs root and cgroup v1)`;
+  }
+}
+
+/** Removes groups an earlier run left behind once their processes are gone (a group with a process in it stays). */
+export function removeStaleCpuCaps(): void {
+  for (const name of readdirSync(CPU_ROOT).filter((entry) => entry.startsWith("renderbus-bench-"))) {
+    try {
+      rmdirSync(join(CPU_ROOT, name));
+    } catch {
+      // still has a process
+    }
   }
 }
 
@@ -59,7 +70,7 @@ export function createCpuCap(name: string, cores: number): CpuCap {
       try {
         rmdirSync(dir);
       } catch {
-        // a process still inside (it raced us): the empty group is left for the next run's clean-up
+        // a process still inside (it raced us): removeStaleCpuCaps at the next run removes the group
       }
     },
   };

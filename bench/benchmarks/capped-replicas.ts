@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { ServiceName } from "@renderbus/testing";
 import type { BenchContext } from "../context.js";
-import { cpuCapUnavailable, createCpuCap, type CpuCap } from "../cpu-cap.js";
+import { cpuCapUnavailable, createCpuCap, removeStaleCpuCaps, type CpuCap } from "../cpu-cap.js";
 import { burstDeliveries, perSecond } from "../dispatcher-bursts.js";
 import { mergeLoads } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
@@ -57,6 +57,7 @@ export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkR
       },
     ];
   }
+  removeStaleCpuCaps();
   const rounds = ctx.sizes.quick ? 1 : 3;
   const curves: Array<{ service: string; unit: string; cores: number; points: Point[] }> = [];
   curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, rounds) });
@@ -91,6 +92,18 @@ export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkR
   ];
 }
 
+/**
+ * Every capped replica alive, so that a run ended by its hard time limit (`process.exit` in run.ts) still kills them
+ * and removes their groups: an `exit` listener may only do synchronous work, which both are.
+ */
+const alive = new Set<{ replica: Replica; cap: CpuCap }>();
+process.once("exit", () => {
+  for (const { replica, cap } of alive) {
+    replica.child.kill("SIGKILL");
+    cap.remove();
+  }
+});
+
 /** Starts `count` capped replicas of `service` beside the ones in `replicas`, each in its own group. */
 async function growTo(ctx: BenchContext, service: ServiceName, cores: number, replicas: Array<{ replica: Replica; cap: CpuCap }>, count: number, extraEnv: Record<string, string> = {}): Promise<void> {
   while (replicas.length < count) {
@@ -98,12 +111,16 @@ async function growTo(ctx: BenchContext, service: ServiceName, cores: number, re
     const cap = createCpuCap(`${service}-${replicas.length}`, cores);
     cap.add(replica.child.pid!);
     replicas.push({ replica, cap });
+    alive.add(replicas.at(-1)!);
   }
 }
 
 async function stopAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): Promise<void> {
   await Promise.all(replicas.map(({ replica }) => replica.stop()));
-  for (const { cap } of replicas) cap.remove();
+  for (const entry of replicas) {
+    entry.cap.remove();
+    alive.delete(entry);
+  }
 }
 
 /** The dispatcher's curve: the system's dispatcher is stopped, N capped ones consume the job events. */
