@@ -83,7 +83,7 @@ export type SdkTypesMatchOpenApi = [
   Assert<
     Same<
       WebhookPayload,
-      Schema<"JobRunningEvent"> | Schema<"JobCompletedEvent"> | Schema<"JobFailedEvent"> | Schema<"BatchCompletedEvent"> | Schema<"WebhookTestEvent"> | Schema<"JobProgressEvent">
+      Schema<"JobRunningEvent"> | Schema<"JobCompletedEvent"> | Schema<"JobFailedEvent"> | Schema<"BatchCompletedEvent"> | Schema<"WebhookTestEvent"> | Schema<"JobProgressEvent"> | Schema<"EndpointDisabledEvent">
     >
   >,
 ];

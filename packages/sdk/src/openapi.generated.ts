@@ -662,6 +662,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "endpoint.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An endpoint was disabled
+         * @description Sent only to the org's other endpoints that name `endpoint.disabled`, once per disabling; re-enable the endpoint by updating it, then recover its window. Delivered at least once: receivers dedupe on X-Renderbus-Delivery. No ordering across events.
+         */
+        post: operations["webhook_endpoint_disabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "job.completed": {
         parameters: {
             query?: never;
@@ -953,6 +973,18 @@ export interface components {
             /** @enum {string} */
             retrySchedule: "seed" | "extended";
             secretSet: boolean;
+            url: string;
+        };
+        /** @description Sent to the org's other endpoints that name `endpoint.disabled` (`*` does not cover it) when an endpoint is disabled: its receiver answered 410 Gone, or all its deliveries failed for the auto-disable window (docs/webhooks.md, "Auto-disable"). */
+        EndpointDisabledEvent: {
+            /** @description When it was disabled (epoch ms) */
+            disabledAt: number;
+            endpointId: string;
+            /** @constant */
+            event: "endpoint.disabled";
+            /** @description Why it was disabled */
+            reason: string;
+            /** @description The disabled endpoint's URL */
             url: string;
         };
         Error: {
@@ -5977,6 +6009,52 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BatchCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Any 2xx within 10 s counts as delivered. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (including 3xx and timeouts) is a failed attempt, retried 5 s, 25 s and 125 s later. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_endpoint_disabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Renderbus-Webhooks/<version> */
+                "User-Agent": string;
+                /** @description Standard Webhooks: the delivery id (`del_...`), the same as X-Renderbus-Delivery */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`; a `whsec_<base64>` secret is decoded for the HMAC, any other secret is used as its UTF-8 bytes. Verify with the `standardwebhooks` package or `verifyWebhook` from `@renderbus/sdk`. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: when this attempt was signed, in Unix seconds; reject it when more than 5 minutes off (replay protection) */
+                "webhook-timestamp": string;
+                /** @description 1 for the first attempt, then 2, 3, 4 for the retries */
+                "X-Renderbus-Attempt": string;
+                /** @description The delivery id (`del_...`), stable across attempts: dedupe on it */
+                "X-Renderbus-Delivery": string;
+                /** @description The event name, e.g. job.completed */
+                "X-Renderbus-Event": string;
+                /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
+                "X-Renderbus-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointDisabledEvent"];
             };
         };
         responses: {

@@ -324,7 +324,9 @@ export type WebhookPayload =
     }
   | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } }
   /** Opt-in (an endpoint must name it), at most one per job every 5 s, best-effort (docs/webhooks.md, "Progress events"). */
-  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number } };
+  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number } }
+  /** To the org's other endpoints naming it, when an endpoint is disabled (docs/webhooks.md, "Auto-disable"). */
+  | { event: "endpoint.disabled"; endpointId: string; url: string; reason: string; disabledAt: number };
 
 /** One page of a cursor-paginated list. */
 export interface Page<T> {

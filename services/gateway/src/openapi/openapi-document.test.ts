@@ -199,7 +199,7 @@ describe("the OpenAPI document at /openapi.json", () => {
 
   it("lists the webhook payloads under `webhooks`, one per event, matching what the dispatcher sends", () => {
     const document = buildOpenApiDocument("http://127.0.0.1:3000");
-    expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "job.completed", "job.failed", "job.progress", "job.running", "webhook.test"]);
+    expect(Object.keys(document.webhooks).sort()).toEqual(["batch.completed", "endpoint.disabled", "job.completed", "job.failed", "job.progress", "job.running", "webhook.test"]);
     const schemas = document.components.schemas as Record<string, { required?: readonly string[]; properties?: Record<string, unknown> }>;
     // docs/webhooks.md: job.failed carries no cost; job.completed carries result, cost and timing.
     expect(schemas.JobFailedEvent!.properties).not.toHaveProperty("cost");

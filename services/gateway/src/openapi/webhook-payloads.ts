@@ -108,6 +108,18 @@ export const webhookPayloadSchemas = {
       },
     },
   },
+  EndpointDisabledEvent: {
+    type: "object",
+    required: ["event", "endpointId", "url", "reason", "disabledAt"],
+    description: "Sent to the org's other endpoints that name `endpoint.disabled` (`*` does not cover it) when an endpoint is disabled: its receiver answered 410 Gone, or all its deliveries failed for the auto-disable window (docs/webhooks.md, \"Auto-disable\").",
+    properties: {
+      event: { const: "endpoint.disabled" },
+      endpointId: { type: "string", pattern: "^ep_" },
+      url: { type: "string", description: "The disabled endpoint's URL" },
+      reason: { type: "string", description: "Why it was disabled" },
+      disabledAt: { ...epochMs, description: "When it was disabled (epoch ms)" },
+    },
+  },
   JobTiming: {
     type: "object",
     required: ["createdAt", "startedAt", "completedAt"],
@@ -161,6 +173,12 @@ export const webhookOperations = {
     "JobProgressEvent",
     "A running job's progress",
     "Sent only to endpoints that name `job.progress`, at most once per job every 5 s while it runs; best-effort (a reading may be skipped, and one may arrive after `job.completed`: use `progress.updatedAt`).",
+  ),
+  "endpoint.disabled": webhook(
+    "endpoint.disabled",
+    "EndpointDisabledEvent",
+    "An endpoint was disabled",
+    "Sent only to the org's other endpoints that name `endpoint.disabled`, once per disabling; re-enable the endpoint by updating it, then recover its window.",
   ),
   "webhook.test": webhook("webhook.test", "WebhookTestEvent", "A test event", "Sent by `POST /webhooks/test` to check a receiver and its signature verification."),
 };
