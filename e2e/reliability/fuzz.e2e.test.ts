@@ -145,7 +145,9 @@ describe("bad input", () => {
           if (response.headers.get("content-type")?.startsWith("text/event-stream")) await response.body?.cancel();
           else text = await response.text();
         } catch (error) {
-          failures.push(`no answer: ${(error as Error).name}\n  ${request.method} ${request.path.slice(0, 300)} [${request.kind}]`);
+          // The cause (a reset, a closed socket...) says whether the gateway or the connection pool dropped it.
+          const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
+          failures.push(`no answer: ${(error as Error).name}${cause ? ` (${cause.code ?? cause.message})` : ""}\n  ${request.method} ${request.path.slice(0, 300)} [${request.kind}] body ${request.body?.length ?? 0} chars`);
           return;
         }
         sent += 1;
