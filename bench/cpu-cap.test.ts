@@ -1,13 +1,9 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cpuCapUnavailable, createCpuCap } from "./cpu-cap.js";
+import { processCpuMs } from "./cpu.js";
 
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const cpuSeconds = (pid: number) => (processCpuMs(pid) ?? 0) / 1000;
 
 const unavailable = cpuCapUnavailable();
 

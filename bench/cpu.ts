@@ -37,6 +37,11 @@ function procStat(pid: number): ProcStat | undefined {
   return { comm, ppid: at(4), ownMs: toMs(at(14) + at(15)), reapedMs: toMs(at(16) + at(17)) };
 }
 
+/** CPU a process has used itself (user + system), in ms; undefined once it is gone. */
+export function processCpuMs(pid: number): number | undefined {
+  return procStat(pid)?.ownMs;
+}
+
 /** Every process under `root` (itself excluded), from /proc/<pid>/task/<tid>/children. */
 function descendants(root: number): number[] {
   const out: number[] = [];
