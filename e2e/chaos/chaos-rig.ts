@@ -79,6 +79,9 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
       WEBHOOK_TIMEOUT_MS: "3000",
       // A killed worker's job goes to the restarted one after this (the default is a minute).
       WORKER_ACK_WAIT_MS: "10000",
+      // A dispatch gone from the stream without a start is sent again after this (the default is 2 minutes).
+      DISPATCH_RESEND_AFTER_MS: "20000",
+      JOBS_WATCHDOG_INTERVAL_MS: "5000",
       PLANS_JSON: JSON.stringify({ scale: { requestsPerMinute: 1_000_000, concurrency: 25, monthlyCredits: 10_000_000 } }),
       // All load comes from 127.0.0.1.
       IP_REQUESTS_PER_MINUTE: "1000000",
@@ -142,16 +145,23 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
     return false;
   };
 
-  /** Where the dispatcher's view of the job events stands, for a loss report: each consumer's position and backlog. */
-  const consumerReport = async (): Promise<string> => {
+  /**
+   * Where the consumers of a stream stand, for a loss report: each one's position and backlog, and for jobs stuck
+   * before starting (`jobIds`, with their types), whether their work message is still in JOBS_DISPATCH.
+   */
+  const consumerReport = async (streamName = "JOBS_EVENTS", stuckJobs: { id: string; type: string }[] = []): Promise<string> => {
     const { connect } = await import("@nats-io/transport-node");
     const { jetstreamManager } = await import("@nats-io/jetstream");
     const connection = await connect(natsConnectOptions(nats.url));
     try {
       const manager = await jetstreamManager(connection);
-      const stream = await manager.streams.info("JOBS_EVENTS");
-      const lines = [`stream last seq ${stream.state.last_seq}, leader ${stream.cluster?.leader ?? "-"}`];
-      for await (const consumer of manager.consumers.list("JOBS_EVENTS")) {
+      const stream = await manager.streams.info(streamName);
+      const lines = [`${streamName} messages ${stream.state.messages}, first seq ${stream.state.first_seq}, last seq ${stream.state.last_seq}, leader ${stream.cluster?.leader ?? "-"}`];
+      for (const job of stuckJobs.slice(0, 5)) {
+        const message = await manager.streams.getMessage(streamName, { last_by_subj: `jobs.dispatch.${job.type}.${job.id}` }).catch(() => null);
+        lines.push(`${job.id}: work message ${message ? `at seq ${message.seq}` : "not in the stream"}`);
+      }
+      for await (const consumer of manager.consumers.list(streamName)) {
         lines.push(`${consumer.name}: delivered ${consumer.delivered.stream_seq}, ack floor ${consumer.ack_floor.stream_seq}, pending ${consumer.num_pending}, ack pending ${consumer.num_ack_pending}, redelivered ${consumer.num_redelivered}, leader ${consumer.cluster?.leader ?? "-"}`);
       }
       return ` [${lines.join("; ")}]`;
@@ -175,7 +185,10 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
 
     const jobs = await query<{ id: string; status: string }>(`select id, status from jobs.job_views where org_id = $1`, [org.orgId]);
     const stuck = jobs.filter((job) => !TERMINAL.includes(job.status));
-    if (stuck.length > 0) problems.push(`${stuck.length} accepted jobs not terminal (e.g. ${stuck[0]!.id} ${stuck[0]!.status})`);
+    if (stuck.length > 0) {
+      const types = await query<{ id: string; type: string }>(`select id, type from jobs.job_views where id = any($1)`, [stuck.map((job) => job.id)]);
+      problems.push(`${stuck.length} accepted jobs not terminal (e.g. ${stuck[0]!.id} ${stuck[0]!.status})${await consumerReport("JOBS_DISPATCH", types)}`);
+    }
 
     const eventCounts = await query<{ stream_id: string; queued: number; terminal: number }>(
       `select stream_id, count(*) filter (where type = 'JobQueued')::int as queued,

@@ -23,6 +23,8 @@ export interface NatsGrant {
   retiresConsumers?: StreamSpec[];
   /** Streams whose stored messages it reads by subject and purges (the worker's crash ledger). */
   readsAndPurges?: StreamSpec[];
+  /** Streams whose stored messages it reads by subject (the jobs service: is a job's dispatch still queued?). */
+  readsMessages?: StreamSpec[];
   /** Subjects it publishes, to JetStream (outbox relay, crash ledger) or as core NATS notifications. */
   publishes: string[];
   /** Core NATS subscriptions (revocations, SSE fan-out, cancel signals). */
@@ -46,6 +48,7 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
   jobs: {
     declares: [STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents],
     consumes: [STREAMS.webhookEvents],
+    readsMessages: [STREAMS.jobDispatch],
     publishes: ["jobs.events.>", "jobs.dispatch.>"],
     listens: [],
   },
@@ -143,11 +146,11 @@ export function natsPermissions(user: NatsUser, namespaces: NatsNamespaces = PRO
       publish.add(`$JS.ACK.${stream(spec)}.>`);
     }
     for (const spec of grant.retiresConsumers ?? []) publish.add(`$JS.API.CONSUMER.DELETE.${stream(spec)}.*`);
-    for (const spec of grant.readsAndPurges ?? []) {
+    for (const spec of [...(grant.readsAndPurges ?? []), ...(grant.readsMessages ?? [])]) {
       publish.add(`$JS.API.STREAM.MSG.GET.${stream(spec)}`);
       publish.add(`$JS.API.DIRECT.GET.${stream(spec)}`);
-      publish.add(`$JS.API.STREAM.PURGE.${stream(spec)}`);
     }
+    for (const spec of grant.readsAndPurges ?? []) publish.add(`$JS.API.STREAM.PURGE.${stream(spec)}`);
     for (const logical of grant.publishes) publish.add(subject(logical));
     for (const logical of grant.listens) subscribe.add(subject(logical));
   }

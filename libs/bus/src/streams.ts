@@ -15,7 +15,7 @@ const DAY = 24 * 60 * 60 * 1000;
 /**
  * Every stream of the system. Subjects are the event contract documented in docs/events.md:
  * - `jobs.events.<event>`: job lifecycle events from the jobs service's outbox (limits retention, 7 days).
- * - `jobs.dispatch.<type>`: work for provider workers (work-queue retention: a message is gone once acked).
+ * - `jobs.dispatch.<type>.<jobId>`: work for provider workers (work-queue retention: a message is gone once acked).
  * - `auth.events.<event>`: key revocations and org changes, for gateway caches and the dispatcher.
  * - `webhooks.events.<event>`: delivery state changes and batch completions from the dispatcher.
  */

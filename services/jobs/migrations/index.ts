@@ -107,4 +107,16 @@ export const migrations: Migrations = {
       await sql`create index webhook_deliveries_occurred on webhook_deliveries (occurred_at)`.execute(db);
     },
   },
+  "2026-11-25-001-dispatch-resends": {
+    async up(db: Kysely<any>) {
+      // Work messages sent again for jobs whose dispatch left the stream without a start (src/watchdog/
+      // resend-lost-dispatches.ts): how many times, and when last, per job.
+      await sql`create table dispatch_resends (
+          job_id text primary key,
+          resends integer not null,
+          last_at bigint not null
+        )`.execute(db);
+      await sql`create index dispatch_resends_last_at on dispatch_resends (last_at)`.execute(db);
+    },
+  },
 };

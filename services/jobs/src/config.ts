@@ -31,6 +31,12 @@ export const jobsConfigSchema = commonConfigSchema.extend({
    * watchdog: a dropped dispatch, or one that ran out of deliveries, frees its concurrency slot (default 10 min).
    */
   DISPATCHED_TIMEOUT_MS: z.coerce.number().int().positive().default(10 * 60 * 1000),
+  /**
+   * A job still `dispatched` this long after its dispatch (or its last resend) whose work message is no longer in the
+   * dispatch stream gets it sent again (src/watchdog/resend-lost-dispatches.ts), at most DISPATCH_RESENDS times.
+   */
+  DISPATCH_RESEND_AFTER_MS: z.coerce.number().int().positive().default(2 * 60 * 1000),
+  DISPATCH_RESENDS: z.coerce.number().int().min(0).max(10).default(3),
   /** How often expired rows (idempotency keys, finished webhook deliveries) are pruned (src/retention/prune.ts). */
   RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
   /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */

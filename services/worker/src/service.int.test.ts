@@ -167,7 +167,7 @@ async function dispatch(type: string, inputs: Record<string, string>, params: Re
     limits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024, concurrency: 2 },
     createdAt: Date.now(),
   };
-  await bus.publish(`jobs.dispatch.${type}`, body, { msgId: `dispatch-${jobId}` });
+  await bus.publish(`jobs.dispatch.${type}.${jobId}`, body, { msgId: `dispatch-${jobId}` });
   return jobId;
 }
 

@@ -67,8 +67,16 @@ export interface WebhookDeliveryTable {
 }
 
 /** Tables of the `jobs` schema. */
+/** A row of `dispatch_resends`: the work messages sent again for one job (src/watchdog/resend-lost-dispatches.ts). */
+export interface DispatchResendTable {
+  job_id: string;
+  resends: number;
+  last_at: number;
+}
+
 export interface JobsDatabase extends EventStoreTables {
   job_views: JobViewTable;
+  dispatch_resends: DispatchResendTable;
   batch_views: BatchViewTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_deliveries: WebhookDeliveryTable;

@@ -13,8 +13,31 @@ export const JOB_EVENT_NAMES: Record<JobEventType, string> = {
   JobCancelled: "job.cancelled",
 };
 
-/** Subject of the work message for a job type: workers consume `jobs.dispatch.>` or a subset of types. */
-export const dispatchSubject = (jobType: string): string => `jobs.dispatch.${jobType}`;
+/**
+ * Subject of a job's work message: workers consume `jobs.dispatch.>` (or `jobs.dispatch.<type>.>` for a subset of
+ * types). The job id as the last token lets the jobs service ask the stream whether a job's dispatch is still there
+ * (src/watchdog/resend-lost-dispatches.ts).
+ */
+export const dispatchSubject = (jobType: string, jobId: string): string => `jobs.dispatch.${jobType}.${jobId}`;
+
+/** The work message of a dispatched job. `messageId` is its dispatch event's id (or a resend's id derived from it). */
+export function dispatchWorkMessage(state: JobState, messageId: string, headers: Record<string, string> = {}): OutboxMessage {
+  const work: jobEvents.JobDispatch = {
+    jobId: state.id,
+    orgId: state.orgId,
+    type: state.type,
+    inputs: state.inputs,
+    params: state.params,
+    limits: state.limits,
+    createdAt: state.createdAt,
+  };
+  return {
+    messageId,
+    subject: dispatchSubject(state.type, state.id),
+    body: work,
+    headers: { "Rb-Event-Type": JOB_EVENT_NAMES.JobDispatched, "Rb-Org-Id": state.orgId, ...headers, "Rb-Job-Type": state.type },
+  };
+}
 
 /**
  * Outbox messages announcing stored job events: one on `jobs.events.<name>` per event (msg id = event id), plus the
@@ -26,18 +49,7 @@ export function jobOutboxMessages(stored: Array<Pick<StoredEvent, "eventId" | "t
     const name = JOB_EVENT_NAMES[event.type as JobEventType];
     const headers = { "Rb-Event-Type": name, "Rb-Org-Id": state.orgId };
     messages.push({ messageId: event.eventId, subject: `jobs.events.${name}`, body: event.data, headers });
-    if (event.type === "JobDispatched") {
-      const work: jobEvents.JobDispatch = {
-        jobId: state.id,
-        orgId: state.orgId,
-        type: state.type,
-        inputs: state.inputs,
-        params: state.params,
-        limits: state.limits,
-        createdAt: state.createdAt,
-      };
-      messages.push({ messageId: event.eventId, subject: dispatchSubject(state.type), body: work, headers: { ...headers, "Rb-Job-Type": state.type } });
-    }
+    if (event.type === "JobDispatched") messages.push(dispatchWorkMessage(state, event.eventId));
   }
   return messages;
 }

@@ -31,8 +31,8 @@ describe("SubmitJob", () => {
     expect(message!.data).toMatchObject({ jobId: job!.id, type: "extract.metadata", submittedBy: auth.userId });
   });
 
-  it("dispatches an idle org's job at once: job.dispatched plus the work message on jobs.dispatch.<type>", async () => {
-    const work = await harness.collect<jobEvents.JobDispatch>(STREAMS.jobDispatch, "jobs.dispatch.extract.metadata");
+  it("dispatches an idle org's job at once: job.dispatched plus the work message on jobs.dispatch.<type>.<jobId>", async () => {
+    const work = await harness.collect<jobEvents.JobDispatch>(STREAMS.jobDispatch, "jobs.dispatch.extract.metadata.>");
     const auth = testAuth("free");
     const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
     const [message] = await work.waitFor(1, (m) => m.data.jobId === job!.id);

@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import { AppError } from "@renderbus/errors";
 import type { JobsDeps } from "../deps.js";
 import { failJob } from "../job/job-commands.js";
+import { resendLostDispatches, type ResendLostDispatchesOptions } from "./resend-lost-dispatches.js";
 
 export interface JobTimeoutWatchdog {
   /** One pass (tests call it directly). Returns how many jobs it failed. */
@@ -25,6 +26,8 @@ export interface JobTimeoutWatchdogOptions {
    * every delivery would most likely fail again, and a failure is visible to the user where a retry loop is not.
    */
   dispatchedTimeoutMs: number;
+  /** Before that, a dispatch that left the stream without a start is sent again (resend-lost-dispatches.ts). */
+  resend?: ResendLostDispatchesOptions;
 }
 
 /**
@@ -32,7 +35,7 @@ export interface JobTimeoutWatchdogOptions {
  * `graceMs` after its plan's max run time (a worker that died mid-job) fails with PROVIDER_TIMEOUT, and a job still
  * dispatched `dispatchedTimeoutMs` after its dispatch fails with PROVIDER_ERROR. Both free the job's concurrency slot.
  */
-export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
+export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs, resend }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
   let current: Promise<number> = Promise.resolve(0);
   const failUnlessEnded = async (jobId: string, error: { code: string; message: string }): Promise<number> => {
     try {
@@ -57,6 +60,7 @@ export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, d
     for (const job of overdue) {
       failed += await failUnlessEnded(job.id, { code: "PROVIDER_TIMEOUT", message: `The job exceeded the plan's run time limit of ${job.limits.maxRunSeconds} s` });
     }
+    if (resend) await resendLostDispatches(deps.db, deps.logger, resend, now);
     const neverStarted = await deps.db
       .selectFrom("job_views")
       .select(["id"])

@@ -110,7 +110,8 @@ export async function consumeDispatches(options: ConsumeDispatchesOptions): Prom
     const heartbeat = setInterval(() => msg.working(), Math.max(1000, Math.floor(options.ackWaitMs / 3)));
     try {
       await tracer().startActiveSpan(
-        `consume ${bus.logicalSubject(msg.subject)}`,
+        // Named after the job type: the subject's last token is the job id, one span name per job otherwise.
+        `consume ${bus.logicalSubject(msg.subject).replace(/\.job_[0-9A-Za-z]+$/, "")}`,
         { kind: SPAN_KIND_CONSUMER },
         contextFromTraceHeaders(headers),
         async (span) => {

@@ -85,7 +85,7 @@ export interface BatchCreated {
   createdAt: number;
 }
 
-/** Work message on `jobs.dispatch.<type>` (work-queue stream): everything a worker needs to run the job. */
+/** Work message on `jobs.dispatch.<type>.<jobId>` (work-queue stream): everything a worker needs to run the job. */
 export interface JobDispatch {
   jobId: string;
   orgId: string;
