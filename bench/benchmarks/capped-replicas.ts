@@ -27,6 +27,24 @@ const TARGETS: Record<number, number> = { 2: 1.8, 4: 3.4 };
  */
 const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
 
+/**
+ * A capped process warms up slowly (its JIT, caches and pools get a fraction of a core), so an earlier run's
+ * 1-replica rounds still rose round after round and flattered the ratios. Before measuring, unmeasured rounds run
+ * until two in a row agree within WARM_TOLERANCE (at most WARM_MAX_ROUNDS).
+ */
+const WARM_TOLERANCE = 0.1;
+const WARM_MAX_ROUNDS = 8;
+
+async function warmUntilSteady(ctx: BenchContext, label: string, round: () => Promise<number>): Promise<void> {
+  const rates: number[] = [];
+  for (let index = 0; index < WARM_MAX_ROUNDS; index += 1) {
+    rates.push(await round());
+    const [previous, last] = rates.slice(-2);
+    if (previous !== undefined && last !== undefined && Math.abs(last - previous) <= WARM_TOLERANCE * Math.max(previous, last)) break;
+  }
+  ctx.log(`    ${label} warm-up: ${rates.map((rate) => round2(rate)).join(", ")}/s`);
+}
+
 /** One point of a curve: `replicas` capped processes and what they did per second. */
 interface Point {
   replicas: number;
@@ -136,7 +154,10 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
     for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
       await growTo(ctx, "webhook-dispatcher", CAPS.dispatcher, replicas, count);
       // Unmeasured: a new replica starts cold (JIT, target cache, connections).
-      await burstDeliveries(ctx, orgIds, Math.round(events / 4), `${count} capped dispatcher(s), warm-up`);
+      await warmUntilSteady(ctx, `${count} capped dispatcher(s)`, async () => {
+        const burst = await burstDeliveries(ctx, orgIds, Math.round(events / 2), `${count} capped dispatcher(s), warm-up`);
+        return perSecond(burst.events, burst.spanMs);
+      });
       const bursts = [];
       for (let round = 0; round < rounds; round += 1) bursts.push(await burstDeliveries(ctx, orgIds, events, `${count} capped dispatcher(s)`));
       points.push({
@@ -234,7 +255,7 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
       await growTo(ctx, "gateway", CAPS.gateway, replicas, count);
       const load = (durationSeconds: number) =>
         Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
-      await load(1);
+      await warmUntilSteady(ctx, `${count} capped gateway(s)`, async () => (await load(2)).reduce((sum, result) => sum + result.perSecond, 0));
       const rates: number[] = [];
       for (let round = 0; round < rounds; round += 1) {
         const results = await load(seconds);
