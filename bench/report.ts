@@ -59,3 +59,27 @@ export function renderMarkdown(report: BenchReport, extraSections: string): stri
   if (extraSections.trim()) parts.push(extraSections.trim(), "");
   return parts.join("\n");
 }
+
+/** What `npm run test:chaos -- --record` wrote (scripts/chaos.ts): shown beside the benchmarks, with its own date. */
+export interface ChaosRecord {
+  recordedAt: string;
+  commit: string;
+  only: string | null;
+  repeat: number;
+  runsSurvived: number;
+  outcomes: Array<{ fault: string; jobs: number; deliveries: number; seconds: number; problems: string[] }>;
+}
+
+/** The cluster-fault section: runs survived, and each fault's outcome. */
+export function renderChaosRecord(record: ChaosRecord | undefined): string {
+  if (!record) return "";
+  const rows = record.outcomes.map((outcome) => [outcome.fault, outcome.problems.length === 0 ? "survived" : `LOST: ${outcome.problems.join("; ").slice(0, 300)}`, outcome.jobs, outcome.deliveries, outcome.seconds]);
+  return [
+    "## Faults survived (npm run test:chaos)",
+    "",
+    `From \`npm run test:chaos -- ${record.only ? `--only="${record.only}" ` : ""}--repeat ${record.repeat} --record\` on ${record.recordedAt} at commit ${record.commit} (a separate run: the fault suite needs its own private PostgreSQL and NATS cluster). **Runs without a loss: ${record.runsSurvived} of ${record.repeat}.**`,
+    "",
+    table(["fault", "result", "jobs", "deliveries", "s"], rows),
+    "",
+  ].join("\n");
+}

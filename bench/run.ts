@@ -26,7 +26,7 @@ import { MemorySampler } from "./memory.js";
 import { createBenchOrg } from "./orgs.js";
 import { startWebhookReceiver } from "./receiver.js";
 import { startReplica } from "./replicas.js";
-import { renderMarkdown, type BenchReport } from "./report.js";
+import { renderChaosRecord, renderMarkdown, type BenchReport, type ChaosRecord } from "./report.js";
 import type { BenchmarkResult } from "./result.js";
 
 const repoRoot = resolve(import.meta.dirname, "..");
@@ -120,9 +120,12 @@ async function main(): Promise<number> {
       failures,
     };
     const findings = await readFile(join(repoRoot, "bench", "findings.md"), "utf8").catch(() => "");
+    const chaos = await readFile(join(repoRoot, "docs", "chaos-runs.json"), "utf8")
+      .then((text) => JSON.parse(text) as ChaosRecord)
+      .catch(() => undefined);
     await mkdir(outDir, { recursive: true });
     await writeFile(join(outDir, "benchmarks.json"), `${JSON.stringify(report, null, 2)}\n`);
-    await writeFile(join(outDir, "BENCHMARKS.md"), renderMarkdown(report, findings));
+    await writeFile(join(outDir, "BENCHMARKS.md"), renderMarkdown(report, `${renderChaosRecord(chaos)}\n${findings}`));
     log(`wrote ${join(outDir, "BENCHMARKS.md")} and benchmarks.json`);
     for (const b of benchmarks) for (const t of b.targets) log(`  ${t.met === null ? "?" : t.met ? "met" : "MISSED"}  ${t.name}: ${t.actual} (goal ${t.target})`);
   } finally {

@@ -12,10 +12,13 @@
  *   npm run test:chaos                 # everything (about 10 minutes on 2 cores)
  *   npm run test:chaos -- --only=nats  # faults whose name contains "nats"
  *   npm run test:chaos -- --only="3 NATS" --repeat 10   # the selected faults 10 times, a fresh system each run
+ *   ... --record                       # also writes docs/chaos-runs.json, which docs/BENCHMARKS.md shows
  */
-import { mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { canPingRedis, startLocalRedis, type LocalServer } from "@renderbus/testing";
 import {
@@ -32,7 +35,7 @@ import {
   type FaultOutcome,
 } from "../e2e/chaos/chaos-rig.js";
 
-const { values } = parseArgs({ options: { only: { type: "string" }, repeat: { type: "string", default: "1" } } });
+const { values } = parseArgs({ options: { only: { type: "string" }, repeat: { type: "string", default: "1" }, record: { type: "boolean", default: false } } });
 const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat must be a whole number >= 1, not ${values.repeat}`);
 const wanted = (fault: Fault) => !values.only || fault.name.toLowerCase().includes(values.only.toLowerCase());
@@ -81,6 +84,14 @@ try {
 }
 console.log(`\nfaults survived:\n${faultTable(outcomes)}\n`);
 if (repeat > 1) console.log(`runs survived without a loss: ${runsSurvived} of ${repeat}\n`);
+if (values.record) {
+  // What `npm run bench` shows beside its own figures (bench/report.ts): the run's selection, count and each fault.
+  const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+  const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repoRoot, encoding: "utf8" }).trim();
+  const record = { recordedAt: new Date().toISOString(), commit, only: values.only ?? null, repeat, runsSurvived, outcomes };
+  writeFileSync(join(repoRoot, "docs", "chaos-runs.json"), `${JSON.stringify(record, null, 2)}\n`);
+  console.log("wrote docs/chaos-runs.json");
+}
 if (outcomes.some((outcome) => outcome.problems.length > 0)) process.exitCode = 1;
 // Service children and servers are stopped; timers of the load generator may linger.
 process.exit(process.exitCode ?? 0);
