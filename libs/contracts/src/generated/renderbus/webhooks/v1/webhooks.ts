@@ -216,7 +216,10 @@ export interface RecoverEndpointResponse {
   count: number;
 }
 
-/** Subject: webhooks.events.delivery.updated */
+/**
+ * One delivery's state. Published inside a DeliveriesUpdated; alone on `webhooks.events.delivery.updated` by
+ * dispatchers before the batch subject existed (consumers still take both while such messages remain in the stream).
+ */
 export interface DeliveryUpdated {
   deliveryId: string;
   orgId: string;
@@ -229,6 +232,24 @@ export interface DeliveryUpdated {
   lastResponseStatus?: number | undefined;
   lastError?: string | undefined;
   occurredAt: number;
+  /**
+   * The trace context (W3C traceparent, tracestate) of what changed the delivery, usually its attempt. A batch mixes
+   * updates of many traces, so each carries its own here; a lone DeliveryUpdated carried it in its message headers.
+   */
+  trace: { [key: string]: string };
+}
+
+export interface DeliveryUpdated_TraceEntry {
+  key: string;
+  value: string;
+}
+
+/**
+ * Subject: webhooks.events.deliveries.updated: the deliveries one dispatcher statement changed (a group of attempts,
+ * a sweep of waiting deliveries, a manual retry), in one message instead of one per delivery.
+ */
+export interface DeliveriesUpdated {
+  updates: DeliveryUpdated[];
 }
 
 /** Subject: webhooks.events.batch.completed: emitted once per batch when every job in it is terminal. */
@@ -3083,6 +3104,7 @@ function createBaseDeliveryUpdated(): DeliveryUpdated {
     lastResponseStatus: undefined,
     lastError: undefined,
     occurredAt: 0,
+    trace: {},
   };
 }
 
@@ -3121,6 +3143,9 @@ export const DeliveryUpdated: MessageFns<DeliveryUpdated> = {
     if (message.occurredAt !== 0) {
       writer.uint32(88).int64(message.occurredAt);
     }
+    globalThis.Object.entries(message.trace).forEach(([key, value]: [string, string]) => {
+      DeliveryUpdated_TraceEntry.encode({ key: key as any, value }, writer.uint32(98).fork()).join();
+    });
     return writer;
   },
 
@@ -3225,6 +3250,17 @@ export const DeliveryUpdated: MessageFns<DeliveryUpdated> = {
             message.occurredAt = longToNumber(reader.int64());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            const entry12 = DeliveryUpdated_TraceEntry.decode(reader, reader.uint32());
+            if (entry12.value !== undefined) {
+              message.trace[entry12.key] = entry12.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3282,6 +3318,20 @@ export const DeliveryUpdated: MessageFns<DeliveryUpdated> = {
         : isSet(object.occurred_at)
         ? globalThis.Number(object.occurred_at)
         : 0,
+      trace: isObject(object.trace)
+        ? (globalThis.Object.entries(object.trace) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -3320,6 +3370,15 @@ export const DeliveryUpdated: MessageFns<DeliveryUpdated> = {
     if (message.occurredAt !== 0) {
       obj.occurredAt = Math.round(message.occurredAt);
     }
+    if (message.trace) {
+      const entries = globalThis.Object.entries(message.trace) as [string, string][];
+      if (entries.length > 0) {
+        obj.trace = {};
+        entries.forEach(([k, v]) => {
+          obj.trace[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -3339,6 +3398,171 @@ export const DeliveryUpdated: MessageFns<DeliveryUpdated> = {
     message.lastResponseStatus = object.lastResponseStatus ?? undefined;
     message.lastError = object.lastError ?? undefined;
     message.occurredAt = object.occurredAt ?? 0;
+    message.trace = (globalThis.Object.entries(object.trace ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseDeliveryUpdated_TraceEntry(): DeliveryUpdated_TraceEntry {
+  return { key: "", value: "" };
+}
+
+export const DeliveryUpdated_TraceEntry: MessageFns<DeliveryUpdated_TraceEntry> = {
+  encode(message: DeliveryUpdated_TraceEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveryUpdated_TraceEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveryUpdated_TraceEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveryUpdated_TraceEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: DeliveryUpdated_TraceEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveryUpdated_TraceEntry>): DeliveryUpdated_TraceEntry {
+    return DeliveryUpdated_TraceEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveryUpdated_TraceEntry>): DeliveryUpdated_TraceEntry {
+    const message = createBaseDeliveryUpdated_TraceEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseDeliveriesUpdated(): DeliveriesUpdated {
+  return { updates: [] };
+}
+
+export const DeliveriesUpdated: MessageFns<DeliveriesUpdated> = {
+  encode(message: DeliveriesUpdated, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.updates) {
+      DeliveryUpdated.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveriesUpdated {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveriesUpdated();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.updates.push(DeliveryUpdated.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveriesUpdated {
+    return {
+      updates: globalThis.Array.isArray(object?.updates)
+        ? object.updates.map((e: any) => DeliveryUpdated.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DeliveriesUpdated): unknown {
+    const obj: any = {};
+    if (message.updates?.length) {
+      obj.updates = message.updates.map((e) => DeliveryUpdated.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveriesUpdated>): DeliveriesUpdated {
+    return DeliveriesUpdated.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveriesUpdated>): DeliveriesUpdated {
+    const message = createBaseDeliveriesUpdated();
+    message.updates = object.updates?.map((e) => DeliveryUpdated.fromPartial(e)) || [];
     return message;
   },
 };
