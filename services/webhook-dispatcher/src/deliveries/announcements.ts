@@ -4,12 +4,21 @@ import { newId } from "@renderbus/ids";
 import type { webhooks } from "@renderbus/contracts";
 import { nextAttemptOf, type DeliveryRow, type DispatcherDb } from "./delivery.js";
 
+/** The subject every delivery announcement goes out on: a DeliveriesUpdated, one message for many deliveries. */
+export const DELIVERIES_UPDATED_SUBJECT = "webhooks.events.deliveries.updated";
+
 /**
- * The outbox message announcing a delivery's state (a DeliveryUpdated: the jobs service projects it onto the job
- * record); `traceHeaders` carry the attempt's own trace in a batch.
+ * Most updates one DeliveriesUpdated carries (a few hundred bytes each): keeps a message far below NATS's 1 MB
+ * max_payload, whose excess would stop the outbox relay on that row. Attempt groups are much smaller than this.
  */
-export function deliveryUpdatedMessage(row: DeliveryRow, now: number, traceHeaders: Record<string, string> = {}): OutboxMessage {
-  const body: webhooks.DeliveryUpdated = {
+export const MAX_UPDATES_PER_MESSAGE = 500;
+
+/**
+ * A delivery's announced state (a DeliveryUpdated: the jobs service projects it onto the job record), with the trace
+ * context of what changed it: one message mixes updates of many traces, so each carries its own in the body.
+ */
+export function deliveryUpdateOf(row: DeliveryRow, now: number, trace: Record<string, string> = {}): webhooks.DeliveryUpdated {
+  return {
     deliveryId: row.id,
     orgId: row.org_id,
     ...(row.job_id ? { jobId: row.job_id } : {}),
@@ -21,19 +30,34 @@ export function deliveryUpdatedMessage(row: DeliveryRow, now: number, traceHeade
     ...(row.last_response_status !== null ? { lastResponseStatus: row.last_response_status } : {}),
     ...(row.last_error !== null ? { lastError: row.last_error } : {}),
     occurredAt: now,
-  };
-  return {
-    messageId: newId("evt"),
-    subject: "webhooks.events.delivery.updated",
-    body,
-    headers: { ...traceHeaders, "Rb-Event-Type": "delivery.updated", "Rb-Org-Id": row.org_id },
+    trace,
   };
 }
 
+/** The message headers of a DeliveriesUpdated (it mixes orgs, so it names none: each update names its own). */
+export const DELIVERIES_UPDATED_HEADERS = { "Rb-Event-Type": "deliveries.updated" } as const;
+
+/**
+ * The outbox messages announcing `updates`: one DeliveriesUpdated per {@link MAX_UPDATES_PER_MESSAGE}, each with a
+ * new id (one publish and PubAck, and one message for the jobs service to consume, per group instead of per update).
+ */
+export function deliveriesUpdatedMessages(updates: webhooks.DeliveryUpdated[]): OutboxMessage[] {
+  const messages: OutboxMessage[] = [];
+  for (let start = 0; start < updates.length; start += MAX_UPDATES_PER_MESSAGE) {
+    const body: webhooks.DeliveriesUpdated = { updates: updates.slice(start, start + MAX_UPDATES_PER_MESSAGE) };
+    messages.push({ messageId: newId("evt"), subject: DELIVERIES_UPDATED_SUBJECT, body, headers: { ...DELIVERIES_UPDATED_HEADERS } });
+  }
+  return messages;
+}
+
+/** The stored trace context of a delivery (what created it), or none. */
+export const traceOfRow = (row: DeliveryRow): Record<string, string> => (row.trace_headers ? (JSON.parse(row.trace_headers) as Record<string, string>) : {});
+
 /**
  * Announces (as pending) deliveries created before `createdBefore` whose first attempt has not been recorded yet, so
- * a job record shows a delivery that waits behind a backlog, an org's in-flight cap or a crashed replica. Rows locked
- * by another replica's sweep are skipped; an attempt recorded meanwhile has announced its delivery itself.
+ * a job record shows a delivery that waits behind a backlog, an org's in-flight cap or a crashed replica: one
+ * DeliveriesUpdated per sweep (`limit` stays within MAX_UPDATES_PER_MESSAGE by default). Rows locked by another
+ * replica's sweep are skipped; an attempt recorded meanwhile has announced its delivery itself.
  */
 export async function announceWaitingDeliveries(db: DispatcherDb, { createdBefore, limit = 500, now = Date.now() }: { createdBefore: number; limit?: number; now?: number }): Promise<number> {
   return db.transaction().execute(async (trx) => {
@@ -43,8 +67,8 @@ export async function announceWaitingDeliveries(db: DispatcherDb, { createdBefor
         select id from deliveries where not announced and created_at < ${createdBefore}
         order by created_at limit ${limit} for update skip locked)
       returning *`.execute(trx);
-    const announced = rows.map((row) => ({ ...row, next_attempt_at: nextAttemptOf(row, now) }));
-    await enqueueOutbox(trx, announced.map((row) => deliveryUpdatedMessage(row, now, row.trace_headers ? (JSON.parse(row.trace_headers) as Record<string, string>) : {})), now);
+    const updates = rows.map((row) => deliveryUpdateOf({ ...row, next_attempt_at: nextAttemptOf(row, now) }, now, traceOfRow(row)));
+    await enqueueOutbox(trx, deliveriesUpdatedMessages(updates), now);
     return rows.length;
   });
 }

@@ -7,7 +7,7 @@ import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import type { DispatcherService } from "../service.js";
 import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../testing/dispatcher-harness.js";
-import { announceWaitingDeliveries } from "./announcements.js";
+import { announceWaitingDeliveries, DELIVERIES_UPDATED_SUBJECT } from "./announcements.js";
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;
@@ -15,7 +15,7 @@ let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let dispatcher: DispatcherService;
 let database: Database<DispatcherTables>;
 let databaseUrl: string;
-/** Every DeliveryUpdated the dispatcher published, in stream order (one relay, one connection). */
+/** Every DeliveryUpdated the dispatcher published (each DeliveriesUpdated's updates), in stream order (one relay, one connection). */
 const announced: webhooks.DeliveryUpdated[] = [];
 let stopListening: () => void;
 
@@ -26,7 +26,7 @@ beforeAll(async () => {
   fakeAuth = await startFakeAuth();
   receiver = await startReceiver();
   publisher = await connectPublisher(natsUrl, namespace);
-  stopListening = publisher.bus.listen<webhooks.DeliveryUpdated>("webhooks.events.delivery.updated", (update) => announced.push(update));
+  stopListening = publisher.bus.listen<webhooks.DeliveriesUpdated>(DELIVERIES_UPDATED_SUBJECT, (batch) => announced.push(...batch.updates));
   await publisher.bus.nc.flush();
   dispatcher = await startTestDispatcher(testConfig({ databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address }));
   database = createDatabase<DispatcherTables>({ url: databaseUrl, schema: DISPATCHER_SCHEMA, maxConnections: 2 });

@@ -3,7 +3,7 @@ import { outboxRowsOf } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { currentTraceHeaders } from "@renderbus/telemetry";
 import { deliveryChange } from "../sending/decide-delivery.js";
-import { deliveryUpdatedMessage } from "./announcements.js";
+import { deliveriesUpdatedMessages, deliveryUpdateOf, traceOfRow } from "./announcements.js";
 import { DELIVERIES_CHANNEL } from "./delivery-queue.js";
 import { gatedEndpointOf, lockSequenceCounters } from "./endpoint-flow.js";
 import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
@@ -61,7 +61,8 @@ export interface InsertOptions {
  *
  * A queued delivery is not announced here: its first attempt follows at once and announces it (one DeliveryUpdated
  * per delivery instead of two); one that keeps waiting is announced as pending by announceWaitingDeliveries. An
- * unqueued one is announced at once: the gateway's webhook stream builds test payloads from that announcement.
+ * unqueued one is announced at once (one DeliveriesUpdated for the statement): the gateway's webhook stream builds
+ * test payloads from that announcement.
  *
  * With `lease`, up to `lease.limit` of the new rows are inserted already leased to the caller, within each org's
  * in-flight cap exactly as a claim counts it, so the caller attempts them at once: a fresh delivery then costs no
@@ -146,7 +147,7 @@ async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { no
   if (!queued && rows.length > 0) {
     await db
       .insertInto("outbox")
-      .values(outboxRowsOf(rows.map((row) => deliveryUpdatedMessage(row, now)), now))
+      .values(outboxRowsOf(deliveriesUpdatedMessages(rows.map((row) => deliveryUpdateOf(row, now, traceOfRow(row)))), now))
       .execute();
   }
   return rows;

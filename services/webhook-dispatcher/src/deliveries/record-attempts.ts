@@ -1,7 +1,7 @@
 import { sql } from "kysely";
-import { outboxRowsOf } from "@renderbus/db";
+import { newId } from "@renderbus/ids";
 import { attemptedChange, type AttemptedChange, type RecordedAttempt } from "../sending/decide-delivery.js";
-import { deliveryUpdatedMessage } from "./announcements.js";
+import { DELIVERIES_UPDATED_HEADERS, DELIVERIES_UPDATED_SUBJECT, deliveryUpdateOf } from "./announcements.js";
 import { notifyDue } from "./delivery-queue.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
@@ -10,7 +10,7 @@ export interface AttemptToRecord {
   delivery: DeliveryRow;
   leaseToken: string;
   attempt: RecordedAttempt;
-  /** The attempt's trace context, carried by its DeliveryUpdated event (batches mix attempts of many traces). */
+  /** The attempt's trace context, carried by its update in the group's DeliveriesUpdated (which mixes many traces). */
   traceHeaders?: Record<string, string>;
 }
 
@@ -34,22 +34,20 @@ const ATTEMPTED_COLUMNS = {
  * Stores attempts and their deliveries' new state, and announces them, in one statement (the sender batches attempts
  * that finish together: see GroupCommit). Returns, per attempt in order, the delivery's new row, or undefined when
  * the lease was lost meanwhile (another replica took the delivery over): that replica's outcome wins, and this
- * attempt writes neither an attempt row nor an announcement.
+ * attempt writes neither an attempt row nor an update in the announcement.
  *
  * One statement (data-modifying CTEs) instead of a transaction of four: this runs for every attempt, and each round
  * trip costs a socket write and a wake-up here and a backend cycle in PostgreSQL. The new state is decided from the
- * claimed row (attemptedChange), which is what the database holds while the lease matches; its DeliveryUpdated is
- * built from that state and only inserted for rows whose lease still matched.
+ * claimed row (attemptedChange), which is what the database holds while the lease matches; each DeliveryUpdated is
+ * built from that state, and the group's one DeliveriesUpdated outbox row aggregates those of the rows whose lease
+ * still matched (none when no lease did): one publish, PubAck and consumed message per group instead of per attempt.
  */
 export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord[], now = Date.now()): Promise<Array<DeliveryRow | undefined>> {
   if (attempts.length === 0) return [];
   const changes = attempts.map((a) => attemptedChange(a.delivery, a.attempt));
   const columns = Object.keys(ATTEMPTED_COLUMNS) as Array<keyof typeof ATTEMPTED_COLUMNS>;
-  const announcements = outboxRowsOf(
-    attempts.map((a, i) => deliveryUpdatedMessage({ ...a.delivery, ...changes[i] }, now, a.traceHeaders)),
-    now,
-    {}, // each announcement carries its own attempt's trace
-  );
+  // Each update carries its own attempt's trace; the message itself carries none (it belongs to no single trace).
+  const updates = attempts.map((a, i) => JSON.stringify(deliveryUpdateOf({ ...a.delivery, ...changes[i]! }, now, a.traceHeaders)));
   const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
   const { rows } = await sql<{ id: string }>`
     with v as (
@@ -65,12 +63,9 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
         ${column((a) => a.attempt.responseExcerpt)}::text[],
         ${column((a) => (a.attempt.requestHeaders ? JSON.stringify(a.attempt.requestHeaders) : null))}::text[],
         ${column((a) => (a.attempt.responseHeaders ? JSON.stringify(a.attempt.responseHeaders) : null))}::text[],
-        ${announcements.map((row) => row.message_id)}::text[],
-        ${announcements.map((row) => row.subject)}::text[],
-        ${announcements.map((row) => row.body)}::text[],
-        ${announcements.map((row) => row.headers)}::text[]
-      ) as v(id, claimed_lease_token, ${sql.join(columns.map((name) => sql.ref(name)))},
-             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, message_id, subject, body, headers)
+        ${updates}::text[]
+      ) with ordinality as v(id, claimed_lease_token, ${sql.join(columns.map((name) => sql.ref(name)))},
+             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, update, n)
     ), updated as (
       update deliveries d set ${sql.join(columns.map((name) => sql`${sql.ref(name)} = v.${sql.ref(name)}`))}
       from v
@@ -82,9 +77,12 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
       from v join updated on updated.id = v.id
       on conflict (delivery_id, attempt) do nothing
     ), announced as (
+      -- An aggregate without group by yields one row even over no rows: "having" leaves a group with no lease out.
       insert into outbox (message_id, subject, body, headers, created_at)
-      select v.message_id, v.subject, v.body::jsonb, v.headers::jsonb, ${now}
+      select ${newId("evt")}, ${DELIVERIES_UPDATED_SUBJECT}, jsonb_build_object('updates', jsonb_agg(v.update::jsonb order by v.n)),
+             ${JSON.stringify(DELIVERIES_UPDATED_HEADERS)}::jsonb, ${now}
       from v join updated on updated.id = v.id
+      having count(*) > 0
     )
     select id from updated`.execute(db);
   // The new rows are the claimed rows with their change applied: nothing else moves while the lease matches, so

@@ -1,6 +1,7 @@
 import { enqueueOutbox } from "@renderbus/db";
+import { currentTraceHeaders } from "@renderbus/telemetry";
 import { RESTARTABLE_STATUSES, deliveryChange } from "../sending/decide-delivery.js";
-import { deliveryUpdatedMessage } from "./announcements.js";
+import { deliveriesUpdatedMessages, deliveryUpdateOf } from "./announcements.js";
 import { notifyDue } from "./delivery-queue.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
@@ -19,7 +20,7 @@ export async function restartDelivery(db: DispatcherDb, orgId: string, deliveryI
       .returningAll()
       .executeTakeFirst();
     if (!row) return undefined;
-    await enqueueOutbox(trx, [deliveryUpdatedMessage(row, now)], now);
+    await enqueueOutbox(trx, deliveriesUpdatedMessages([deliveryUpdateOf(row, now, currentTraceHeaders())]), now);
     await notifyDue(trx);
     return row;
   });
