@@ -1,4 +1,4 @@
-import { trace, context, propagation, type Tracer, type Context } from "@opentelemetry/api";
+import { trace, context, propagation, isSpanContextValid, ROOT_CONTEXT, type Tracer, type Context, type Link } from "@opentelemetry/api";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
@@ -67,6 +67,22 @@ export function contextFromTraceHeaders(headers: Record<string, string | undefin
 }
 
 export { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+
+/**
+ * Links the active span to the traces described by stored headers (duplicates once): work done once for items of
+ * many traces (one message carrying a batch of them) belongs to none of them, so it is not their child, but each of
+ * those traces can be followed to it. Headers without a valid trace context add nothing.
+ */
+export function linkActiveSpanTo(traces: Array<Record<string, string | undefined>>): void {
+  const span = trace.getActiveSpan();
+  if (!span) return;
+  const links = new Map<string, Link>();
+  for (const headers of traces) {
+    const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
+    if (linked && isSpanContextValid(linked)) links.set(`${linked.traceId}-${linked.spanId}`, { context: linked });
+  }
+  if (links.size > 0) span.addLinks([...links.values()]);
+}
 
 /** Runs `work` in the trace described by stored headers (work done later on behalf of an earlier request). */
 export function withTraceHeaders<T>(headers: Record<string, string | undefined>, work: () => T): T {
