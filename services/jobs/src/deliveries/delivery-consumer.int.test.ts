@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { webhooks } from "@renderbus/contracts";
 import { newId } from "@renderbus/ids";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
-import { projectDeliveries } from "./project-delivery.js";
+import { DELIVERIES_UPDATED_SUBJECT, DELIVERY_UPDATED_SUBJECT } from "./delivery-consumer.js";
+import { projectDeliveries, type DeliveryState } from "./project-delivery.js";
 
 let harness: JobsHarness;
 beforeAll(async () => {
@@ -10,8 +11,15 @@ beforeAll(async () => {
 });
 afterAll(async () => harness?.stop());
 
-const publish = (update: webhooks.DeliveryUpdated) =>
-  harness.bus.publish("webhooks.events.delivery.updated", update, { msgId: `${update.deliveryId}-${update.attempts}-${update.status}-${update.occurredAt}` });
+/** A lone DeliveryUpdated, as dispatchers published before batches (still in the stream during a rolling upgrade). */
+const publish = (update: DeliveryState) =>
+  harness.bus.publish(DELIVERY_UPDATED_SUBJECT, update, { msgId: `${update.deliveryId}-${update.attempts}-${update.status}-${update.occurredAt}` });
+
+/** A DeliveriesUpdated, as the dispatcher publishes one per group of attempts. */
+const publishBatch = (updates: DeliveryState[]) => {
+  const body: webhooks.DeliveriesUpdated = { updates: updates.map((update) => ({ ...update, trace: { traceparent: `00-${"c".repeat(32)}-${"d".repeat(16)}-01` } })) };
+  return harness.bus.publish(DELIVERIES_UPDATED_SUBJECT, body, { msgId: newId("evt") });
+};
 
 async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -23,7 +31,7 @@ async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boole
 }
 
 describe("webhook deliveries on the job record", () => {
-  it("shows the newest state of each delivery, ignoring redelivered and out-of-order updates", async () => {
+  it("shows the newest state of each delivery, ignoring redelivered and out-of-order updates (lone DeliveryUpdated messages)", async () => {
     const auth = testAuth("pro");
     const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
     const deliveryId = newId("del");
@@ -55,6 +63,38 @@ describe("webhook deliveries on the job record", () => {
     expect(final.webhookDeliveries.find((delivery) => delivery.id === other)).toMatchObject({ status: "failed", attempts: 4, lastError: "timeout" });
   });
 
+  it("projects every update of a DeliveriesUpdated batch, deliveries of several jobs and orgs together", async () => {
+    const [auth, otherAuth] = [testAuth("pro"), testAuth("pro")];
+    const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
+    const { job: otherJob } = await harness.client.submitJob({ job: metadataJob() }, { auth: otherAuth });
+    const [running, completed, other] = [newId("del"), newId("del"), newId("del")];
+    await publishBatch([
+      { deliveryId: running, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "succeeded", attempts: 1, lastAttemptAt: 1000, lastResponseStatus: 200, occurredAt: 1000 },
+      { deliveryId: completed, orgId: auth.orgId, jobId: job!.id, event: "job.completed", status: "pending", attempts: 1, lastAttemptAt: 2000, nextAttemptAt: 7000, lastResponseStatus: 503, occurredAt: 2000 },
+      { deliveryId: other, orgId: otherAuth.orgId, jobId: otherJob!.id, event: "job.running", status: "failed", attempts: 5, lastAttemptAt: 3000, lastError: "timeout", occurredAt: 3000 },
+      { deliveryId: newId("del"), orgId: auth.orgId, jobId: job!.id, event: "job.progress", status: "succeeded", attempts: 1, occurredAt: 1500 },
+    ]);
+    // A later batch moves one of them on; an older lone update arriving after it changes nothing.
+    await publishBatch([{ deliveryId: completed, orgId: auth.orgId, jobId: job!.id, event: "job.completed", status: "succeeded", attempts: 2, lastAttemptAt: 7000, lastResponseStatus: 200, occurredAt: 7000 }]);
+    await publish({ deliveryId: completed, orgId: auth.orgId, jobId: job!.id, event: "job.completed", status: "pending", attempts: 1, lastAttemptAt: 2000, nextAttemptAt: 7000, lastResponseStatus: 503, occurredAt: 2000 });
+
+    const read = await eventually(
+      () => harness.client.getJob({ jobId: job!.id }, { auth }),
+      (value) => value.webhookDeliveries.length === 2 && value.webhookDeliveries.every((delivery) => delivery.status === "succeeded"),
+    );
+    expect(read.webhookDeliveries.map((delivery) => [delivery.id, delivery.status, delivery.attempts]).sort()).toEqual(
+      [
+        [running, "succeeded", 1],
+        [completed, "succeeded", 2],
+      ].sort(),
+    );
+    const otherRead = await eventually(
+      () => harness.client.getJob({ jobId: otherJob!.id }, { auth: otherAuth }),
+      (value) => value.webhookDeliveries.length === 1,
+    );
+    expect(otherRead.webhookDeliveries).toEqual([expect.objectContaining({ id: other, status: "failed", attempts: 5, lastError: "timeout" })]);
+  });
+
   it("keeps the newest update of a delivery when one group holds several, in any order", async () => {
     const auth = testAuth("pro");
     const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
@@ -76,12 +116,15 @@ describe("webhook deliveries on the job record", () => {
     const auth = testAuth("pro");
     const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
     const ids = Array.from({ length: 60 }, () => newId("del"));
-    await Promise.all(
-      ids.flatMap((deliveryId) => [
-        publish({ deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "pending", attempts: 1, lastResponseStatus: 500, occurredAt: 1000 }),
-        publish({ deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "succeeded", attempts: 2, lastResponseStatus: 200, occurredAt: 2000 }),
-      ]),
-    );
+    // Lone updates and batches of ten mixed, as during a rolling upgrade of the dispatcher.
+    const update = (deliveryId: string, attempts: number): DeliveryState =>
+      attempts === 1
+        ? { deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "pending", attempts: 1, lastResponseStatus: 500, occurredAt: 1000 }
+        : { deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "succeeded", attempts: 2, lastResponseStatus: 200, occurredAt: 2000 };
+    await Promise.all([
+      ...ids.map((deliveryId) => publish(update(deliveryId, 1))),
+      ...Array.from({ length: 6 }, (_, i) => publishBatch(ids.slice(i * 10, i * 10 + 10).map((deliveryId) => update(deliveryId, 2)))),
+    ]);
     const read = await eventually(
       () => harness.client.getJob({ jobId: job!.id }, { auth }),
       (value) => value.webhookDeliveries.length === ids.length && value.webhookDeliveries.every((delivery) => delivery.status === "succeeded"),

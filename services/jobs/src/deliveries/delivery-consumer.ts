@@ -1,30 +1,58 @@
 import type { Kysely } from "kysely";
 import { STREAMS, type Bus, type ConsumerHandle } from "@renderbus/bus";
 import type { webhooks } from "@renderbus/contracts";
+import { linkActiveSpanTo } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { GroupCommit } from "@renderbus/db";
 import { projectDeliveries } from "./project-delivery.js";
 
-/** Durable consumer name; replicas share it. */
+/** Durable consumer of the dispatcher's DeliveriesUpdated batches; replicas share it. */
+export const DELIVERY_BATCHES_DURABLE = "jobs-delivery-batches";
+/**
+ * Durable consumer of the per-delivery subject dispatchers published before the batches (kept, with its name, filter
+ * and position, so the messages still in the stream during a rolling upgrade are projected too).
+ */
 export const DELIVERIES_DURABLE = "jobs-deliveries";
 
+export const DELIVERIES_UPDATED_SUBJECT = "webhooks.events.deliveries.updated";
+export const DELIVERY_UPDATED_SUBJECT = "webhooks.events.delivery.updated";
+
 /**
- * Projects the dispatcher's `webhooks.events.delivery.updated` onto job records (GetJob's webhookDeliveries). Every
- * delivery announces itself at least once, so this runs about once per webhook: the updates that arrive while one
- * group is written go together in the next (one statement and one commit per group instead of per update), and each
- * message is acked once its group committed.
+ * Projects the dispatcher's delivery announcements onto job records (GetJob's webhookDeliveries): a
+ * `webhooks.events.deliveries.updated` message carries the deliveries of one group of attempts, and the messages
+ * that arrive while one group is written go together in the next (one statement and one commit for all their
+ * updates); each message is acked once its group committed. Each batch's consume span links to the traces of its
+ * updates (it belongs to none of them).
+ *
+ * Two durables, not one with both filter subjects: `Bus.consume` would name a durable per subject, so the existing
+ * `jobs-deliveries` would be replaced, and the new ones would start after the last message it had acked, skipping
+ * batches published before it by dispatchers upgraded first. Here the per-delivery durable keeps its position, and
+ * the batch durable starts at the first batch in the stream (projection is idempotent, so replays cost time only).
  */
-export function startDeliveryConsumer(bus: Bus, db: Kysely<JobsDatabase>): Promise<ConsumerHandle> {
-  const writer = new GroupCommit<webhooks.DeliveryUpdated, void>(async (updates) => {
-    await projectDeliveries(db, updates);
-    return updates.map(() => undefined);
+export async function startDeliveryConsumer(bus: Bus, db: Kysely<JobsDatabase>): Promise<ConsumerHandle> {
+  const writer = new GroupCommit<webhooks.DeliveryUpdated[], void>(async (batches) => {
+    await projectDeliveries(db, batches.flat());
+    return batches.map(() => undefined);
   });
-  return bus.consume<webhooks.DeliveryUpdated>({
+  const batches = await bus.consume<webhooks.DeliveriesUpdated>({
     stream: STREAMS.webhookEvents,
-    durable: DELIVERIES_DURABLE,
-    filterSubjects: ["webhooks.events.delivery.updated"],
+    durable: DELIVERY_BATCHES_DURABLE,
+    filterSubjects: [DELIVERIES_UPDATED_SUBJECT],
     // Messages wait for their group here, not for a connection: a group is one statement however large.
     concurrency: 128,
-    handler: (message) => writer.submit(message.data),
+    handler: (message) => {
+      // A body without updates (not one the dispatcher writes) is acked as empty rather than retried forever.
+      const updates = message.data.updates ?? [];
+      linkActiveSpanTo(updates.map((update) => update.trace));
+      return writer.submit(updates);
+    },
   });
+  const singles = await bus.consume<webhooks.DeliveryUpdated>({
+    stream: STREAMS.webhookEvents,
+    durable: DELIVERIES_DURABLE,
+    filterSubjects: [DELIVERY_UPDATED_SUBJECT],
+    concurrency: 128,
+    handler: (message) => writer.submit([message.data]),
+  });
+  return { stop: async () => void (await Promise.all([batches.stop(), singles.stop()])) };
 }

@@ -2,7 +2,10 @@ import { sql, type Kysely } from "kysely";
 import type { webhooks } from "@renderbus/contracts";
 import type { JobsDatabase, WebhookDeliveryTable as DeliveryRow } from "../db/jobs-database.js";
 
-function rowOf(update: webhooks.DeliveryUpdated): DeliveryRow | undefined {
+/** What the projection reads of a DeliveryUpdated (its trace context is for spans only). */
+export type DeliveryState = Omit<webhooks.DeliveryUpdated, "trace">;
+
+function rowOf(update: DeliveryState): DeliveryRow | undefined {
   // job.progress deliveries (up to one every 5 s per endpoint while a job runs) stay out of the job record: they are in
   // the org's delivery log only (docs/webhooks.md, "Progress events").
   if (!update.jobId || !update.deliveryId || update.event === "job.progress") return undefined;
@@ -30,7 +33,7 @@ const isNewer = (a: DeliveryRow, b: DeliveryRow) => a.attempts > b.attempts || (
  * upsert may touch a row only once). Updates without a job (batch and test events) are not part of any job record and
  * are ignored, and so are progress deliveries.
  */
-export async function projectDeliveries(db: Kysely<JobsDatabase>, updates: webhooks.DeliveryUpdated[]): Promise<void> {
+export async function projectDeliveries(db: Kysely<JobsDatabase>, updates: DeliveryState[]): Promise<void> {
   const newest = new Map<string, DeliveryRow>();
   for (const update of updates) {
     const row = rowOf(update);
