@@ -49,7 +49,11 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
 
   // A finished job changes only through its delivery log: drop it when a delivery of it moves (TTL as safety net).
   const finishedJobs = new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS });
-  const stopDeliveryUpdated = bus.listen<{ jobId?: string }>("webhooks.events.delivery.updated", (event) => finishedJobs.forget(event.jobId));
+  const stopDeliveriesUpdated = bus.listen<{ updates?: Array<{ jobId?: string }> }>("webhooks.events.deliveries.updated", (event) => {
+    for (const update of event?.updates ?? []) finishedJobs.forget(update?.jobId);
+  });
+  // Lone updates, from dispatchers older than the batches (during a rolling upgrade).
+  const stopDeliveryUpdated = bus.listen<{ jobId?: string }>("webhooks.events.delivery.updated", (event) => finishedJobs.forget(event?.jobId));
 
   const deps: GatewayDeps = {
     config,
@@ -101,6 +105,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
       stopRevoked();
       stopGatewayRevoked();
       stopOrgUpdated();
+      stopDeliveriesUpdated();
       stopDeliveryUpdated();
       deps.jobEvents.close();
       deps.jobProgress?.close();

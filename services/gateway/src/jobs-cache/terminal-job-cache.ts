@@ -19,8 +19,9 @@ interface Entry {
 /**
  * Finished jobs as the jobs service last returned them, so polling a finished job (what clients and agents do most
  * after submitting) is answered by the gateway without a gRPC call and two queries. Only terminal jobs are kept: a
- * job's status is never served stale. What can still change is its delivery log; entries are dropped when a
- * `webhooks.events.delivery.updated` for the job arrives and expire after `ttlMs` in any case (the jobs service
+ * job's status is never served stale. What can still change is its delivery log; entries are dropped when an update
+ * of a delivery of the job arrives (`webhooks.events.deliveries.updated`, or the older per-delivery
+ * `webhooks.events.delivery.updated`) and expire after `ttlMs` in any case (the jobs service
  * projects deliveries asynchronously too, so they are eventually consistent either way).
  */
 export class TerminalJobCache {

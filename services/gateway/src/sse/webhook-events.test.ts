@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 // The dispatcher builds the bodies it signs with these; the stream must produce the same bytes.
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload, webhookTestPayload } from "@renderbus/webhook-payloads";
-import { batchCompletedWebhook, testWebhook, webhookForJobEvent } from "./webhook-events.js";
+import { batchCompletedWebhook, testWebhook, testWebhooksOf, webhookForJobEvent } from "./webhook-events.js";
 
 const timing = { createdAt: 1_000, dispatchedAt: 1_100, startedAt: 1_200, completedAt: 3_000 };
 
@@ -38,5 +38,13 @@ describe("webhook event stream payloads", () => {
     expect(testWebhook(created)).toEqual({ id: "del_1", event: "webhook.test", body: JSON.stringify(webhookTestPayload("org_1", 7_000)) });
     expect(testWebhook({ ...created, status: "succeeded", attempts: 1 })).toBeUndefined();
     expect(testWebhook({ ...created, event: "job.completed" })).toBeUndefined();
+  });
+
+  it("takes from a DeliveriesUpdated only the org's own test deliveries, though the batch mixes orgs", () => {
+    const test = (deliveryId: string, orgId: string) => ({ deliveryId, orgId, event: "webhook.test", status: "pending", attempts: 0, occurredAt: 7_000, trace: {} });
+    const batch = { updates: [test("del_a1", "org_a"), test("del_b1", "org_b"), { ...test("del_a2", "org_a"), event: "job.completed" }, test("del_a3", "org_a")] };
+    expect(testWebhooksOf(batch, "org_a").map((webhook) => webhook.id)).toEqual(["del_a1", "del_a3"]);
+    expect(testWebhooksOf(batch, "org_b")).toEqual([{ id: "del_b1", event: "webhook.test", body: JSON.stringify(webhookTestPayload("org_b", 7_000)) }]);
+    expect(testWebhooksOf(batch, "org_c")).toEqual([]);
   });
 });

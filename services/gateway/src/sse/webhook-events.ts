@@ -55,6 +55,13 @@ export function registerWebhookEventStream(app: FastifyInstance, deps: GatewayDe
             if (data?.orgId === orgId) send(batchCompletedWebhook(data));
           }),
         );
+        // One DeliveriesUpdated carries updates of many orgs: only this org's own are sent.
+        stream.hold(
+          deps.bus.listen<webhooks.DeliveriesUpdated>("webhooks.events.deliveries.updated", (data) => {
+            for (const test of testWebhooksOf(data, orgId)) send(test);
+          }),
+        );
+        // Lone DeliveryUpdated messages, from dispatchers older than the batches (during a rolling upgrade).
         stream.hold(
           deps.bus.listen<webhooks.DeliveryUpdated>("webhooks.events.delivery.updated", (data) => {
             if (data?.orgId === orgId) send(testWebhook(data));
@@ -97,7 +104,17 @@ export function batchCompletedWebhook(batch: webhooks.BatchCompleted): StreamedW
 }
 
 /** A test delivery is announced once when created (pending, no attempt yet); its payload is built from that moment. */
-export function testWebhook(update: webhooks.DeliveryUpdated): StreamedWebhook | undefined {
+export function testWebhook(update: Omit<webhooks.DeliveryUpdated, "trace">): StreamedWebhook | undefined {
   if (update.event !== "webhook.test" || update.status !== "pending" || (update.attempts ?? 0) !== 0) return undefined;
   return webhook(update.deliveryId, webhookTestPayload(update.orgId, update.occurredAt));
+}
+
+/** The test webhooks a DeliveriesUpdated announces for `orgId`, never another org's (a batch mixes orgs). */
+export function testWebhooksOf(batch: webhooks.DeliveriesUpdated | undefined, orgId: string): StreamedWebhook[] {
+  const tests: StreamedWebhook[] = [];
+  for (const update of batch?.updates ?? []) {
+    const test = update?.orgId === orgId ? testWebhook(update) : undefined;
+    if (test) tests.push(test);
+  }
+  return tests;
 }
