@@ -46,5 +46,6 @@ describe("webhook event stream payloads", () => {
     expect(testWebhooksOf(batch, "org_a").map((webhook) => webhook.id)).toEqual(["del_a1", "del_a3"]);
     expect(testWebhooksOf(batch, "org_b")).toEqual([{ id: "del_b1", event: "webhook.test", body: JSON.stringify(webhookTestPayload("org_b", 7_000)) }]);
     expect(testWebhooksOf(batch, "org_c")).toEqual([]);
+    expect(testWebhooksOf({ updates: [{ ...test("del_x", ""), orgId: "" }] }, undefined)).toEqual([]);
   });
 });

@@ -109,9 +109,13 @@ export function testWebhook(update: Omit<webhooks.DeliveryUpdated, "trace">): St
   return webhook(update.deliveryId, webhookTestPayload(update.orgId, update.occurredAt));
 }
 
-/** The test webhooks a DeliveriesUpdated announces for `orgId`, never another org's (a batch mixes orgs). */
-export function testWebhooksOf(batch: webhooks.DeliveriesUpdated | undefined, orgId: string): StreamedWebhook[] {
+/**
+ * The test webhooks a DeliveriesUpdated announces for `orgId`, never another org's (a batch mixes orgs), and none
+ * without an org to match.
+ */
+export function testWebhooksOf(batch: webhooks.DeliveriesUpdated | undefined, orgId: string | undefined): StreamedWebhook[] {
   const tests: StreamedWebhook[] = [];
+  if (!orgId) return tests;
   for (const update of batch?.updates ?? []) {
     const test = update?.orgId === orgId ? testWebhook(update) : undefined;
     if (test) tests.push(test);
