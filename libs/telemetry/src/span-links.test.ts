@@ -19,7 +19,7 @@ describe("linkActiveSpanTo", () => {
     const [a, b] = ["a", "b"].map((digit) => ({ traceId: digit.repeat(32), spanId: digit.repeat(16) }));
     const headers = ({ traceId, spanId }: { traceId: string; spanId: string }) => ({ traceparent: `00-${traceId}-${spanId}-01` });
     tracer().startActiveSpan("project a batch", (span) => {
-      linkActiveSpanTo([headers(a!), {}, headers(b!), headers(a!), { traceparent: "garbage" }]);
+      linkActiveSpanTo([headers(a!), {}, undefined, headers(b!), headers(a!), { traceparent: "garbage" }]);
       span.end();
     });
     await tracing.shutdown();

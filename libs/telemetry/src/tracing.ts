@@ -71,13 +71,14 @@ export { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 /**
  * Links the active span to the traces described by stored headers (duplicates once): work done once for items of
  * many traces (one message carrying a batch of them) belongs to none of them, so it is not their child, but each of
- * those traces can be followed to it. Headers without a valid trace context add nothing.
+ * those traces can be followed to it. Missing headers, or headers without a valid trace context, add nothing.
  */
-export function linkActiveSpanTo(traces: Array<Record<string, string | undefined>>): void {
+export function linkActiveSpanTo(traces: Array<Record<string, string | undefined> | undefined>): void {
   const span = trace.getActiveSpan();
   if (!span) return;
   const links = new Map<string, Link>();
   for (const headers of traces) {
+    if (!headers) continue;
     const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
     if (linked && isSpanContextValid(linked)) links.set(`${linked.traceId}-${linked.spanId}`, { context: linked });
   }
