@@ -82,6 +82,8 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
       "gateway.notify.api_key.revoked",
       "jobs.events.job.*",
       "jobs.progress.*.*",
+      "webhooks.events.deliveries.updated",
+      // Lone updates from dispatchers older than DeliveriesUpdated (a rolling upgrade); drop once none can remain.
       "webhooks.events.delivery.updated",
       "webhooks.events.batch.completed",
     ],
