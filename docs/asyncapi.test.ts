@@ -30,6 +30,7 @@ interface AsyncApi {
 
 interface ProtoField {
   name: string;
+  /** `map` for a map field (a JSON object, absent when empty, like a repeated field). */
   type: string;
   optional: boolean;
   repeated: boolean;
@@ -37,8 +38,10 @@ interface ProtoField {
 interface ProtoMessage {
   name: string;
   fields: ProtoField[];
-  /** Declared in an events.proto file, or documented with a `Subject:` comment. */
-  isEvent: boolean;
+  /** Declared in an events.proto file. */
+  inEventsFile: boolean;
+  /** Documented with a `Subject:` comment: published on a subject of its own, even if also part of another event. */
+  hasSubject: boolean;
 }
 
 const PROTO_FILES = ["jobs/v1/jobs.proto", "jobs/v1/events.proto", "auth/v1/events.proto", "webhooks/v1/webhooks.proto"];
@@ -50,13 +53,13 @@ function readProtoMessages(): Map<string, ProtoMessage> {
   for (const file of PROTO_FILES) {
     const text = readFileSync(join(repoRoot, "proto", "renderbus", file), "utf8");
     for (const match of text.matchAll(/((?:\/\/[^\n]*\n)*)message (\w+) \{([^}]*)\}/g)) {
-      const fields = [...match[3]!.matchAll(/^\s*(optional |repeated )?([\w.]+) (\w+) = \d+;/gm)].map((field) => ({
+      const fields = [...match[3]!.matchAll(/^\s*(optional |repeated )?(map<[\w\s,]+>|[\w.]+) (\w+) = \d+;/gm)].map((field) => ({
         name: camelCase(field[3]!),
-        type: field[2]!,
+        type: field[2]!.startsWith("map<") ? "map" : field[2]!,
         optional: field[1] === "optional ",
         repeated: field[1] === "repeated ",
       }));
-      messages.set(match[2]!, { name: match[2]!, fields, isEvent: file.endsWith("events.proto") || /Subject:/.test(match[1]!) });
+      messages.set(match[2]!, { name: match[2]!, fields, inEventsFile: file.endsWith("events.proto"), hasSubject: /Subject:/.test(match[1]!) });
     }
   }
   return messages;
@@ -65,7 +68,7 @@ function readProtoMessages(): Map<string, ProtoMessage> {
 const proto = readProtoMessages();
 /** Messages used as a field of another message (JobLimits, JobResult, ...) are parts of events, not events. */
 const fieldTypes = new Set([...proto.values()].flatMap((message) => message.fields.map((field) => field.type)));
-const eventMessages = [...proto.values()].filter((message) => message.isEvent && !fieldTypes.has(message.name));
+const eventMessages = [...proto.values()].filter((message) => message.hasSubject || (message.inEventsFile && !fieldTypes.has(message.name)));
 
 /** Follows a local `$ref` (`#/components/schemas/X`). */
 function resolveRef(ref: string): unknown {
@@ -157,13 +160,13 @@ describe("the event contract (docs/asyncapi.yaml)", () => {
       expect(message, `${name} is defined in proto`).toBeDefined();
       expect(schema["x-proto"]!.endsWith(`.${name}`)).toBe(true);
       expect(Object.keys(schema.properties ?? {}).sort(), name).toEqual(message!.fields.map((field) => field.name).sort());
-      expect([...(schema.required ?? [])].sort(), `${name} required`).toEqual(message!.fields.filter((field) => !field.optional && !field.repeated).map((field) => field.name).sort());
+      expect([...(schema.required ?? [])].sort(), `${name} required`).toEqual(message!.fields.filter((field) => !field.optional && !field.repeated && field.type !== "map").map((field) => field.name).sort());
       for (const field of message!.fields) {
         const property = schema.properties![field.name]!;
         const item = field.repeated ? property.items! : property;
         if (field.repeated) expect(property.type, `${name}.${field.name}`).toBe("array");
         if (proto.has(field.type)) expect(item.$ref, `${name}.${field.name}`).toBe(`#/components/schemas/${field.type}`);
-        else expect(item.type, `${name}.${field.name}`).toBe({ string: "string", int32: "integer", int64: "integer", bool: "boolean", "google.protobuf.Struct": "object" }[field.type]);
+        else expect(item.type, `${name}.${field.name}`).toBe({ string: "string", int32: "integer", int64: "integer", bool: "boolean", "google.protobuf.Struct": "object", map: "object" }[field.type]);
       }
     }
     for (const [name, message] of Object.entries(asyncapi.components.messages)) {

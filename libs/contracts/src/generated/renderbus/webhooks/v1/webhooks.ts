@@ -217,8 +217,9 @@ export interface RecoverEndpointResponse {
 }
 
 /**
- * One delivery's state. Published inside a DeliveriesUpdated; alone on `webhooks.events.delivery.updated` by
- * dispatchers before the batch subject existed (consumers still take both while such messages remain in the stream).
+ * One delivery's state, published inside a DeliveriesUpdated.
+ * Subject: webhooks.events.delivery.updated (deprecated): alone, by dispatchers older than DeliveriesUpdated; consumers
+ * still take it while such messages can remain in the stream (7 days after the last old dispatcher stopped).
  */
 export interface DeliveryUpdated {
   deliveryId: string;
