@@ -13,6 +13,8 @@ interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
+  /** The spans it links to (work done once for items of many traces links to each of them). */
+  links: { traceId: string; spanId: string }[];
 }
 
 /**
@@ -27,13 +29,14 @@ async function startOtlpReceiver() {
     request.on("end", () => {
       if (request.url === "/v1/traces") {
         const body = JSON.parse(Buffer.concat(chunks).toString()) as {
-          resourceSpans?: { resource?: { attributes?: { key: string; value: { stringValue?: string } }[] }; scopeSpans?: { spans?: Record<string, string>[] }[] }[];
+          resourceSpans?: { resource?: { attributes?: { key: string; value: { stringValue?: string } }[] }; scopeSpans?: { spans?: (Record<string, string> & { links?: { traceId: string; spanId: string }[] })[] }[] }[];
         };
         for (const resourceSpan of body.resourceSpans ?? []) {
           const service = resourceSpan.resource?.attributes?.find((attribute) => attribute.key === "service.name")?.value.stringValue ?? "?";
           for (const scope of resourceSpan.scopeSpans ?? []) {
             for (const span of scope.spans ?? []) {
-              spans.push({ service, name: span.name!, traceId: span.traceId!, spanId: span.spanId!, parentSpanId: span.parentSpanId ?? "" });
+              const links = (span.links ?? []).map((link) => ({ traceId: link.traceId, spanId: link.spanId }));
+              spans.push({ service, name: span.name!, traceId: span.traceId!, spanId: span.spanId!, parentSpanId: span.parentSpanId ?? "", links });
             }
           }
         }
@@ -136,6 +139,13 @@ describe("observability end to end: one trace per job, Prometheus metrics on eve
     const attemptSpans = () => spansOfTrace().filter((span) => span.name.startsWith("webhook attempt")).length;
     await waitFor(() => attemptSpans() >= receiver.received.length || undefined, { timeoutMs: 60_000, what: "a span per webhook attempt" }).catch(() => undefined);
     expect(attemptSpans(), spansOfTrace().map((span) => `${span.service}: ${span.name}`).join("\n")).toBeGreaterThanOrEqual(receiver.received.length);
+    // The jobs service projects the attempts' outcomes from batched messages (one per group of attempts, mixing
+    // traces): those consume spans are in no job's trace, but link to the attempt spans of this one.
+    const attemptSpanIds = () => new Set(spansOfTrace().filter((span) => span.name.startsWith("webhook attempt")).map((span) => span.spanId));
+    const linkedProjection = () =>
+      collector.spans.find((span) => span.service === "jobs" && span.name === "consume webhooks.events.deliveries.updated" && span.links.some((link) => link.traceId === traceId && attemptSpanIds().has(link.spanId)));
+    await waitFor(linkedProjection, { timeoutMs: 30_000, what: "a jobs projection span linked to a webhook attempt of the trace" });
+    expect(linkedProjection()!.traceId).not.toBe(traceId);
     // One tree: every span's parent is in the trace, except the gateway's root, whose parent is the caller's span.
     const root = trace.find((span) => span.service === "gateway")!;
     const orphans = () => {

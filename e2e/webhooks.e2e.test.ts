@@ -25,7 +25,7 @@ describe("webhooks end to end: signed deliveries, retries, the delivery log and 
         WEBHOOK_RETRY_SCHEDULE_MS: "100,200,400",
         WEBHOOK_TIMEOUT_MS: "2000",
         // Finished jobs stay cached far longer than these tests run: every delivery change GET /jobs/{id} shows
-        // below must come from the gateway dropping the job on `webhooks.events.delivery.updated`.
+        // below must come from the gateway dropping the job on `webhooks.events.deliveries.updated`.
         JOB_CACHE_TTL_MS: "600000",
         PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }),
         IP_REQUESTS_PER_MINUTE: "1000000",
