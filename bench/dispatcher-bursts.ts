@@ -25,7 +25,7 @@ export const isFirstAttempt = (prefix: string) => (r: Received) => r.attempt ===
  * 2-replica runs came last and measured below one replica; see bench/findings.md). `alsoVacuum`: more tables (a peer's).
  */
 export async function settleDispatcher(ctx: BenchContext, alsoVacuum: string[] = []): Promise<void> {
-  // The previous measurement's tail (its delivery.updated projections, the outbox relays) finishes first.
+  // The previous measurement's tail (its deliveries.updated projections, the outbox relays) finishes first.
   await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
   const client = new pg.Client({ connectionString: ctx.env.databaseUrl });
   await client.connect();

@@ -4,7 +4,7 @@ import pg from "pg";
 /**
  * Waits until the system has finished the work of the previous measurement: every JetStream consumer of `streams`
  * has nothing pending or unacked, and the services' outboxes are empty. A burst of 5,000 deliveries leaves
- * the jobs service projecting their `delivery.updated` events for a while after the last one reached the receiver;
+ * the jobs service projecting their `deliveries.updated` events for a while after the last one reached the receiver;
  * a measurement started during that tail shares the cores with it, and how much of it overlapped moved a latency
  * p99 between runs.
  */
