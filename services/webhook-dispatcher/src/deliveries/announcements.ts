@@ -9,7 +9,8 @@ export const DELIVERIES_UPDATED_SUBJECT = "webhooks.events.deliveries.updated";
 
 /**
  * Most updates one DeliveriesUpdated carries (a few hundred bytes each): keeps a message far below NATS's 1 MB
- * max_payload, whose excess would stop the outbox relay on that row. Attempt groups are much smaller than this.
+ * max_payload, whose excess would stop the outbox relay on that row. Attempt groups (at most DISPATCHER_CONCURRENCY,
+ * 64 by default) are smaller; recordAttempts splits a larger one.
  */
 export const MAX_UPDATES_PER_MESSAGE = 500;
 

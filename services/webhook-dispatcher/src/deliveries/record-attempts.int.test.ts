@@ -6,7 +6,7 @@ import { newId } from "@renderbus/ids";
 import { createTestDatabase } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
-import { DELIVERIES_UPDATED_SUBJECT } from "./announcements.js";
+import { DELIVERIES_UPDATED_SUBJECT, MAX_UPDATES_PER_MESSAGE } from "./announcements.js";
 import { claimDueDeliveries } from "./delivery-queue.js";
 import { insertDeliveries } from "./insert-deliveries.js";
 import { recordAttempts, type AttemptToRecord } from "./record-attempts.js";
@@ -76,6 +76,16 @@ describe("recording a group of attempts", () => {
     );
     const attempts = await db.selectFrom("delivery_attempts").select("delivery_id").execute();
     expect(attempts.map((row) => row.delivery_id).sort()).toEqual(kept.map((i) => rows[i]!.id).sort());
+  });
+
+  it("splits a group larger than one message may carry into messages of at most MAX_UPDATES_PER_MESSAGE updates", async () => {
+    const now = Date.now();
+    const rows = await claimed(newId("org"), MAX_UPDATES_PER_MESSAGE + 1, now);
+    const recorded = await recordAttempts(db, rows.map((row) => succeeded(row, "e".repeat(32))), now);
+    expect(recorded.every((row) => row?.status === "succeeded")).toBe(true);
+    const messages = await outbox();
+    expect(messages.map((message) => message.body.updates.length)).toEqual([MAX_UPDATES_PER_MESSAGE, 1]);
+    expect(messages.flatMap((message) => message.body.updates.map((update) => update.deliveryId))).toEqual(rows.map((row) => row.id));
   });
 
   it("writes no announcement when no lease of the group matched, and a new message id for every group", async () => {

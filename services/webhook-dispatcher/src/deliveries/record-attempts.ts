@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { newId } from "@renderbus/ids";
 import { attemptedChange, type AttemptedChange, type RecordedAttempt } from "../sending/decide-delivery.js";
-import { DELIVERIES_UPDATED_HEADERS, DELIVERIES_UPDATED_SUBJECT, deliveryUpdateOf } from "./announcements.js";
+import { DELIVERIES_UPDATED_HEADERS, DELIVERIES_UPDATED_SUBJECT, MAX_UPDATES_PER_MESSAGE, deliveryUpdateOf } from "./announcements.js";
 import { notifyDue } from "./delivery-queue.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
@@ -44,6 +44,14 @@ const ATTEMPTED_COLUMNS = {
  */
 export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord[], now = Date.now()): Promise<Array<DeliveryRow | undefined>> {
   if (attempts.length === 0) return [];
+  if (attempts.length > MAX_UPDATES_PER_MESSAGE) {
+    // A group larger than one message may carry (DISPATCHER_CONCURRENCY set that high) is written in parts.
+    const recorded: Array<DeliveryRow | undefined> = [];
+    for (let start = 0; start < attempts.length; start += MAX_UPDATES_PER_MESSAGE) {
+      recorded.push(...(await recordAttempts(db, attempts.slice(start, start + MAX_UPDATES_PER_MESSAGE), now)));
+    }
+    return recorded;
+  }
   const changes = attempts.map((a) => attemptedChange(a.delivery, a.attempt));
   const columns = Object.keys(ATTEMPTED_COLUMNS) as Array<keyof typeof ATTEMPTED_COLUMNS>;
   // Each update carries its own attempt's trace; the message itself carries none (it belongs to no single trace).
