@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { appendFile } from "node:fs/promises";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,10 +12,21 @@ import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityV
 
 const LONG = 120_000;
 
-/** A ~19 MB video (noisy MJPEG compresses badly): three of the dashboard's 8 MB upload requests. */
+/** The newcomer's file of the issue: 200 MiB, 25 of the dashboard's 8 MB upload requests. */
+const FILE_BYTES = 200 * 1024 * 1024;
+
+/**
+ * A 200 MiB QuickTime file: 6 s of noisy MJPEG (~19 MB) and, after its `moov`, a top-level `free` atom up to 200 MiB
+ * (players and ffmpeg skip it). Every byte is uploaded; the transcode stays a few seconds.
+ */
 async function makeLargeVideo(): Promise<string> {
   const path = join(mkdtempSync(join(tmpdir(), "rb-dash-upload-")), "holiday.mov");
   await promisify(execFile)("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=640x360:rate=25,noise=alls=60:allf=t", "-c:v", "mjpeg", "-q:v", "2", "-pix_fmt", "yuvj420p", path]);
+  const padding = FILE_BYTES - statSync(path).size;
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(padding, 0);
+  header.write("free", 4, "latin1");
+  await appendFile(path, Buffer.concat([header, Buffer.alloc(padding - 8)]));
   return path;
 }
 
@@ -34,7 +46,8 @@ describe("uploading a file on the dashboard's New job page, in a real browser", 
       namespace: testNamespace("dashuploads"),
       outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       uploadDir: mkdtempSync(join(tmpdir(), "rb-uploads-")),
-      env: { MODE: "test" },
+      // The free plan's inputs are capped at 100 MB: a 200 MB file would be refused (413) before a byte is sent.
+      env: { MODE: "test", PLANS_JSON: JSON.stringify({ free: { maxInputBytes: 256 * 1024 * 1024 } }) },
     });
     browser = await launchChromium();
   }, 240_000);
@@ -61,13 +74,13 @@ describe("uploading a file on the dashboard's New job page, in a real browser", 
       await page.getByRole("button", { name: "Create account" }).click();
       await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
 
-      // The network goes away while the second 8 MB request is on its way, and comes back 3 s later.
+      // The network goes away halfway (the first 8 MB request past 100 MiB), and comes back 3 s later.
       const patches: { offset: string | undefined; outcome: string }[] = [];
       await context.route("**/uploads/upload_*", async (route) => {
         const request = route.request();
         if (request.method() !== "PATCH") return route.continue();
         const offset = request.headers()["upload-offset"];
-        if (patches.length === 1) {
+        if (Number(offset) >= FILE_BYTES / 2 && !patches.some((patch) => patch.outcome === "dropped")) {
           patches.push({ offset, outcome: "dropped" });
           await context.setOffline(true);
           setTimeout(() => void context.setOffline(false), 3_000);
@@ -89,9 +102,13 @@ describe("uploading a file on the dashboard's New job page, in a real browser", 
 
       // Resumed where the server was, not from the start: the retried request starts at the dropped one's offset.
       const size = statSync(video).size;
-      expect(patches[0]).toEqual({ offset: "0", outcome: "sent" });
-      expect(patches[1]).toEqual({ offset: String(8 * 1024 * 1024), outcome: "dropped" });
-      expect(patches.slice(2).every((patch) => patch.outcome === "sent" && patch.offset !== "0")).toBe(true);
+      expect(size).toBe(FILE_BYTES);
+      const dropped = patches.findIndex((patch) => patch.outcome === "dropped");
+      const halfway = String(Math.ceil(FILE_BYTES / 2 / (8 * 1024 * 1024)) * 8 * 1024 * 1024);
+      expect(patches.slice(0, dropped).map((patch) => patch.offset)).toEqual(Array.from({ length: dropped }, (_, index) => String(index * 8 * 1024 * 1024)));
+      expect(patches[dropped]).toEqual({ offset: halfway, outcome: "dropped" });
+      expect(patches[dropped + 1]).toEqual({ offset: halfway, outcome: "sent" });
+      expect(patches.slice(dropped + 1).every((patch) => patch.outcome === "sent" && Number(patch.offset) >= Number(halfway))).toBe(true);
       const uploadId = await page.getByLabel("Source URL or upload").inputValue();
       expect(uploadId).toMatch(/^upload_[0-9A-Z]{26}$/);
       const shown = await page.evaluate(async (id) => ((await (await fetch(`/uploads/${id}`)).json()) as { data: unknown }).data, uploadId);
