@@ -217,9 +217,21 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
     const missing = await undelivered();
     if (late > 0) log(`${late} job events had no delivery yet at the check; ${missing.length} still after ${Math.round((Date.now() - lateSince) / 1000)} s`);
     if (missing.length > 0) problems.push(`${missing.length} job events without a delivery (e.g. ${missing[0]!.type} ${missing[0]!.event_id})${await consumerReport()}`);
+    // Deliveries of late events (and the batch completions they finish) were created after the first wait for
+    // pending deliveries: give them the same time to be sent before calling one lost.
+    const pendingNow = async () => (await query<{ count: number }>(`select count(*)::int as count from dispatcher.deliveries where org_id = $1 and status = 'pending'`, [org.orgId]))[0]!.count;
+    const latePending = await pendingNow();
+    if (latePending > 0) {
+      await settle(async () => (await pendingNow()) === 0, 180_000);
+      log(`${latePending} deliveries of late events were still pending at the check; ${await pendingNow()} after the wait`);
+    }
     const deliveries = await query<{ id: string; status: string; event: string; batch_id: string | null; last_error: string | null }>(`select id, status, event, batch_id, last_error from dispatcher.deliveries where org_id = $1`, [org.orgId]);
     const unsuccessful = deliveries.filter((delivery) => delivery.status !== "succeeded");
-    if (unsuccessful.length > 0) problems.push(`${unsuccessful.length} deliveries not succeeded (e.g. ${unsuccessful[0]!.event} ${unsuccessful[0]!.status}: ${unsuccessful[0]!.last_error})`);
+    if (unsuccessful.length > 0) {
+      // Where the first one stands in the dispatcher's queue: due when, leased until when, by whom.
+      const [queued] = await query(`select created_at, next_attempt_at, lease_until, lease_token is not null as leased, attempts, endpoint_id from dispatcher.deliveries where id = $1`, [unsuccessful[0]!.id]);
+      problems.push(`${unsuccessful.length} deliveries not succeeded (e.g. ${unsuccessful[0]!.event} ${unsuccessful[0]!.status}: ${unsuccessful[0]!.last_error}; ${JSON.stringify(queued)} at ${Date.now()})`);
+    }
     const received = new Set(receiver.received.map((hook) => String(hook.headers["x-renderbus-delivery"])));
     const neverReceived = deliveries.filter((delivery) => delivery.status === "succeeded" && !received.has(delivery.id));
     if (neverReceived.length > 0) problems.push(`${neverReceived.length} succeeded deliveries the receiver never got`);
