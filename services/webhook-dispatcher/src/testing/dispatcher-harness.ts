@@ -70,7 +70,11 @@ export type ReceiverBehaviour = (request: ReceivedRequest, response: ServerRespo
 export async function startReceiver(behave: ReceiverBehaviour = (_request, response) => response.writeHead(200).end("ok")) {
   const received: ReceivedRequest[] = [];
   const waiters: (() => void)[] = [];
+  let open = 0;
   const server: Server = createServer((request, response) => {
+    open += 1;
+    // Answered, or dropped by the sender (its timeout aborts the request).
+    response.on("close", () => (open -= 1));
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
@@ -86,6 +90,8 @@ export async function startReceiver(behave: ReceiverBehaviour = (_request, respo
     url: `http://127.0.0.1:${port}/hooks`,
     port,
     received,
+    /** Requests still open: neither answered nor given up by the sender. */
+    open: () => open,
     /** Resolves once `count` requests have arrived (or rejects after `timeoutMs`). */
     async waitFor(count: number, timeoutMs = 15_000): Promise<ReceivedRequest[]> {
       const deadline = Date.now() + timeoutMs;
