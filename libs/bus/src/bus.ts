@@ -12,6 +12,7 @@ import {
   type JetStreamManager,
   type JsMsg,
   type PubAck,
+  type StoredMsg,
 } from "@nats-io/jetstream";
 import { SpanKind, context as otelContext } from "@opentelemetry/api";
 import { contextFromTraceHeaders, currentTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
@@ -151,6 +152,14 @@ export class Bus {
 
   streamName(spec: StreamSpec): string {
     return this.options.namespace ? `${this.options.namespace}_${spec.name}` : spec.name;
+  }
+
+  /** The last stored message on a logical subject of `spec`'s stream, or null when there is none (a direct read). */
+  async lastMessage(spec: StreamSpec, logicalSubject: string): Promise<StoredMsg | null> {
+    return this.jsm.streams.getMessage(this.streamName(spec), { last_by_subj: this.subject(logicalSubject) }).catch((error: unknown) => {
+      if (/no message found/i.test(String(error))) return null;
+      throw error;
+    });
   }
 
   /** Creates or updates the streams; safe to call from every replica at start-up. */

@@ -37,15 +37,11 @@ async function dispatchedJob(): Promise<{ jobId: string; subject: string }> {
   const jobId = (await harness.client.submitJob({ job: metadataJob() }, { auth })).job!.id;
   await harness.settle();
   expect((await harness.client.getJob({ jobId }, { auth })).status).toBe("dispatched");
-  return { jobId, subject: harness.bus.subject(dispatchSubject("extract.metadata", jobId)) };
+  return { jobId, subject: dispatchSubject("extract.metadata", jobId) };
 }
 
 /** The work message on the job's subject, or null once it left the stream. */
-const workMessage = (subject: string) =>
-  harness.bus.jsm.streams.getMessage(stream, { last_by_subj: subject }).catch((error: unknown) => {
-    if (/no message found/i.test(String(error))) return null;
-    throw error;
-  });
+const workMessage = (subject: string) => harness.bus.lastMessage(STREAMS.jobDispatch, subject);
 
 /** What a worker's ack (or a cluster fault) does to a work message: it leaves the work-queue stream. */
 async function loseWorkMessage(subject: string): Promise<void> {

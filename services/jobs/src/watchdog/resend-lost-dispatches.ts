@@ -69,12 +69,5 @@ export async function resendLostDispatches(db: Kysely<JobsDatabase>, logger: Log
 
 /** Asks the dispatch stream for the last message on the job's subject (a direct read by subject, no consumer). */
 export function dispatchHeldIn(bus: Bus): ResendLostDispatchesOptions["dispatchHeld"] {
-  const stream = bus.streamName(STREAMS.jobDispatch);
-  return async (jobType, jobId) => {
-    const found = await bus.jsm.streams.getMessage(stream, { last_by_subj: bus.subject(dispatchSubject(jobType, jobId)) }).catch((error: unknown) => {
-      if (/no message found/i.test(String(error))) return null;
-      throw error;
-    });
-    return found !== null;
-  };
+  return async (jobType, jobId) => (await bus.lastMessage(STREAMS.jobDispatch, dispatchSubject(jobType, jobId))) !== null;
 }

@@ -50,7 +50,7 @@ export class CrashLedger {
     if (!TRACKABLE.test(jobId)) return 0;
     try {
       // A first delivery has no earlier marker to find: one request saved on the common path.
-      const previous = deliveryCount > 1 ? await this.bus.jsm.streams.getMessage(this.stream, { last_by_subj: this.subject(jobId) }).catch(notFoundAsNull) : null;
+      const previous = deliveryCount > 1 ? await this.bus.lastMessage(WORKER_ATTEMPTS, `worker.attempts.${jobId}`) : null;
       const crashes = previous ? previous.json<AttemptMarker>().crashes + 1 : 0;
       const marker: AttemptMarker = { crashes, deliveryCount, workerId: this.workerId, startedAt: new Date().toISOString() };
       await this.bus.publish(`worker.attempts.${jobId}`, marker);
@@ -70,7 +70,3 @@ export class CrashLedger {
   }
 }
 
-function notFoundAsNull(error: unknown): null {
-  if (/no message found|not found/i.test(String(error))) return null;
-  throw error;
-}
