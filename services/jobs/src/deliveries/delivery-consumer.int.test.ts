@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { webhooks } from "@renderbus/contracts";
 import { newId } from "@renderbus/ids";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
-import { DELIVERIES_UPDATED_SUBJECT, DELIVERY_UPDATED_SUBJECT } from "./delivery-consumer.js";
+import { STREAMS } from "@renderbus/bus";
+import { DELIVERIES_UPDATED_SUBJECT, DELIVERY_BATCHES_DURABLE, DELIVERY_UPDATED_SUBJECT } from "./delivery-consumer.js";
 import { projectDeliveries, type DeliveryState } from "./project-delivery.js";
 
 let harness: JobsHarness;
@@ -93,6 +94,24 @@ describe("webhook deliveries on the job record", () => {
       (value) => value.webhookDeliveries.length === 1,
     );
     expect(otherRead.webhookDeliveries).toEqual([expect.objectContaining({ id: other, status: "failed", attempts: 5, lastError: "timeout" })]);
+  });
+
+  it("acks batches that are not lists of updates and goes on projecting the next one", async () => {
+    const auth = testAuth("pro");
+    const { job } = await harness.client.submitJob({ job: metadataJob() }, { auth });
+    for (const body of [{ updates: "x" }, { updates: [null, 7] }, null, "not json"]) {
+      await harness.bus.publish(DELIVERIES_UPDATED_SUBJECT, body, { msgId: newId("evt") });
+    }
+    const deliveryId = newId("del");
+    await publishBatch([{ deliveryId, orgId: auth.orgId, jobId: job!.id, event: "job.running", status: "succeeded", attempts: 1, lastAttemptAt: 1000, lastResponseStatus: 200, occurredAt: 1000 }]);
+    const read = await eventually(
+      () => harness.client.getJob({ jobId: job!.id }, { auth }),
+      (value) => value.webhookDeliveries.length === 1,
+    );
+    expect(read.webhookDeliveries).toEqual([expect.objectContaining({ id: deliveryId, status: "succeeded" })]);
+    // Each malformed one was acked at once, not handed back to be redelivered forever.
+    const durable = await harness.bus.jsm.consumers.info(harness.bus.streamName(STREAMS.webhookEvents), DELIVERY_BATCHES_DURABLE);
+    expect([durable.num_ack_pending, durable.num_redelivered]).toEqual([0, 0]);
   });
 
   it("keeps the newest update of a delivery when one group holds several, in any order", async () => {

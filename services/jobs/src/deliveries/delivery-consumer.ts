@@ -41,8 +41,10 @@ export async function startDeliveryConsumer(bus: Bus, db: Kysely<JobsDatabase>):
     // Messages wait for their group here, not for a connection: a group is one statement however large.
     concurrency: 128,
     handler: (message) => {
-      // A body without updates (not one the dispatcher writes) is acked as empty rather than retried forever.
-      const updates = message.data.updates ?? [];
+      // A body without a list of updates, or with entries that are not objects (not what the dispatcher writes), is
+      // acked without them rather than retried forever.
+      const listed: unknown = (message.data as Partial<webhooks.DeliveriesUpdated> | null)?.updates;
+      const updates = (Array.isArray(listed) ? listed : []).filter((update): update is webhooks.DeliveryUpdated => typeof update === "object" && update !== null);
       linkActiveSpanTo(updates.map((update) => update.trace));
       return writer.submit(updates);
     },
