@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { ServiceName } from "@renderbus/testing";
 import type { BenchContext } from "../context.js";
+import { processCpuMs } from "../cpu.js";
 import { cpuCapUnavailable, createCpuCap, removeStaleCpuCaps, type CpuCap } from "../cpu-cap.js";
 import { burstDeliveries, perSecond } from "../dispatcher-bursts.js";
 import { mergeLoads } from "../load/interleave.js";
@@ -30,19 +31,27 @@ const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
 /**
  * A capped process warms up slowly (its JIT, caches and pools get a fraction of a core), so an earlier run's
  * 1-replica rounds still rose round after round and flattered the ratios. Before measuring, unmeasured rounds run
- * until two in a row agree within WARM_TOLERANCE (at most WARM_MAX_ROUNDS).
+ * for at least WARM_MIN_MS and then until two in a row agree within WARM_TOLERANCE (for at most WARM_MAX_MS): two
+ * early rounds can agree by chance while a capped gateway's JIT is still far from done (its 1-replica point then rose
+ * from 225 to 672 req/s across the measured rounds).
  */
 const WARM_TOLERANCE = 0.1;
-const WARM_MAX_ROUNDS = 8;
+const WARM_MIN_MS = 20_000;
+/** A gateway replica at 0.15 core is still speeding up after 30 s of load (its 4-replica rounds rose 2,533 -> 3,332 req/s). */
+const GATEWAY_WARM_MIN_MS = 45_000;
+const WARM_MAX_MS = 90_000;
 
-async function warmUntilSteady(ctx: BenchContext, label: string, round: () => Promise<number>): Promise<void> {
+async function warmUntilSteady(ctx: BenchContext, label: string, round: () => Promise<number>, minMs = WARM_MIN_MS): Promise<void> {
+  const started = Date.now();
   const rates: number[] = [];
-  for (let index = 0; index < WARM_MAX_ROUNDS; index += 1) {
+  for (;;) {
     rates.push(await round());
+    const elapsed = Date.now() - started;
     const [previous, last] = rates.slice(-2);
-    if (previous !== undefined && last !== undefined && Math.abs(last - previous) <= WARM_TOLERANCE * Math.max(previous, last)) break;
+    const agree = previous !== undefined && last !== undefined && Math.abs(last - previous) <= WARM_TOLERANCE * Math.max(previous, last);
+    if ((agree && elapsed >= minMs) || elapsed >= WARM_MAX_MS) break;
   }
-  ctx.log(`    ${label} warm-up: ${rates.map((rate) => round2(rate)).join(", ")}/s`);
+  ctx.log(`    ${label} warm-up (${Math.round((Date.now() - started) / 1000)} s): ${rates.map((rate) => round2(rate)).join(", ")}/s`);
 }
 
 /** One point of a curve: `replicas` capped processes and what they did per second. */
@@ -50,6 +59,15 @@ interface Point {
   replicas: number;
   perSecond: number;
   rounds: number[];
+  /** The replicas' CPU (ms) per unit of work over the measured rounds (dispatcher and gateway). */
+  cpuMsPerUnit?: number;
+  /** Share of the replicas' CPU caps they used over the measured rounds, 0-1 (dispatcher and gateway). */
+  capUsed?: number;
+}
+
+/** CPU the replicas have used so far, ms (user + system, /proc). */
+function replicasCpuMs(replicas: Array<{ replica: Replica }>): number {
+  return replicas.reduce((sum, { replica }) => sum + (processCpuMs(replica.child.pid!) ?? 0), 0);
 }
 
 /**
@@ -87,7 +105,10 @@ export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkR
   }
 
   const rows = curves.flatMap(({ service, unit, cores, points }) =>
-    points.map((point) => [service, `${cores} core`, point.replicas, `${round2(point.perSecond)} ${unit}`, `${round2(point.perSecond / points[0]!.perSecond)}x`, point.rounds.map((r) => round2(r)).join(", ")]),
+    points.map((point) => [service, `${cores} core`, point.replicas, `${round2(point.perSecond)} ${unit}`, `${round2(point.perSecond / points[0]!.perSecond)}x`, point.rounds.map((r) => round2(r)).join(", "),
+      point.cpuMsPerUnit ?? "-",
+      point.capUsed === undefined ? "-" : `${Math.round(point.capUsed * 100)}%`,
+    ]),
   );
   const targets = curves.flatMap(({ service, points }) =>
     points.filter((point) => TARGETS[point.replicas] !== undefined).map((point) => atLeast(`${service} ${point.replicas} vs 1 replica`, round2(point.perSecond / points[0]!.perSecond), TARGETS[point.replicas]!, "x")),
@@ -97,12 +118,13 @@ export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkR
       id: "capped-replicas",
       title: "13. Capped replicas (dispatcher, worker, gateway)",
       baseline: "1 replica of the same service under the same CPU cap, measured in the same run",
-      columns: ["service", "cap per replica", "replicas", "rate", "vs 1", "rounds"],
+      columns: ["service", "cap per replica", "replicas", "rate", "vs 1", "rounds", "CPU ms per unit (replicas)", "share of the caps used"],
       rows,
       targets,
       notes: [
         "Each replica is its own process in its own cgroup v1 group (cpu.cfs_quota_us / cpu.cfs_period_us = the cap); the system's own process of that service is stopped while its curve runs (the gateway's stays up, idle).",
         `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhook.length} starter orgs (as benchmark 4), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
+        "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
         `${rounds} round(s) per point (the worker's: at most 2); the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
       ],
       data: { caps: CAPS, curves },
@@ -144,27 +166,44 @@ async function stopAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): Prom
 /** The dispatcher's curve: the system's dispatcher is stopped, N capped ones consume the job events. */
 async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
-  // Events per round: a few seconds of work for one capped replica.
-  const events = ctx.sizes.quick ? 400 : 2000;
+  // Events per round and replica: a few seconds of work, so that every point's rounds last about as long (a round
+  // of N replicas over the 1-replica count was over in 2-3 s, and its ramp-up and tail moved its rate by +-20%).
+  const eventsPerReplica = ctx.sizes.quick ? 400 : 2000;
   const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
   const points: Point[] = [];
-  ctx.log(`  webhook-dispatcher: replicas at ${CAPS.dispatcher} core each, ${rounds} round(s) of ${events} events per point`);
+  ctx.log(`  webhook-dispatcher: replicas at ${CAPS.dispatcher} core each, ${rounds} round(s) of ${eventsPerReplica} events per replica per point`);
   await ctx.env.system.kill("webhook-dispatcher");
   try {
     for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
       await growTo(ctx, "webhook-dispatcher", CAPS.dispatcher, replicas, count);
+      const events = eventsPerReplica * count;
       // Unmeasured: a new replica starts cold (JIT, target cache, connections).
       await warmUntilSteady(ctx, `${count} capped dispatcher(s)`, async () => {
         const burst = await burstDeliveries(ctx, orgIds, Math.round(events / 2), `${count} capped dispatcher(s), warm-up`);
         return perSecond(burst.events, burst.spanMs);
       });
       const bursts = [];
-      for (let round = 0; round < rounds; round += 1) bursts.push(await burstDeliveries(ctx, orgIds, events, `${count} capped dispatcher(s)`));
-      points.push({
+      // The replicas' own CPU over each round (publish -> last arrival): a replica that used its whole share was
+      // bounded by its cap; one that used less waited on something the replicas share.
+      let cpuMs = 0;
+      let capacityMs = 0;
+      for (let round = 0; round < rounds; round += 1) {
+        const before = replicasCpuMs(replicas);
+        const burst = await burstDeliveries(ctx, orgIds, events, `${count} capped dispatcher(s)`);
+        cpuMs += replicasCpuMs(replicas) - before;
+        capacityMs += burst.endToEndMs * CAPS.dispatcher * count;
+        bursts.push(burst);
+      }
+      const total = bursts.reduce((sum, b) => sum + b.events, 0);
+      const point: Point = {
         replicas: count,
-        perSecond: perSecond(bursts.reduce((sum, b) => sum + b.events, 0), bursts.reduce((sum, b) => sum + b.spanMs, 0)),
+        perSecond: perSecond(total, bursts.reduce((sum, b) => sum + b.spanMs, 0)),
         rounds: bursts.map((b) => perSecond(b.events, b.spanMs)),
-      });
+        cpuMsPerUnit: round2(cpuMs / total),
+        capUsed: round2(cpuMs / capacityMs),
+      };
+      ctx.log(`    ${count} capped dispatcher(s): ${point.cpuMsPerUnit} ms CPU/delivery in the replicas, ${Math.round(point.capUsed! * 100)}% of their cap used`);
+      points.push(point);
     }
   } finally {
     await stopAll(replicas);
@@ -255,17 +294,30 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
       await growTo(ctx, "gateway", CAPS.gateway, replicas, count);
       const load = (durationSeconds: number) =>
         Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
-      await warmUntilSteady(ctx, `${count} capped gateway(s)`, async () => (await load(2)).reduce((sum, result) => sum + result.perSecond, 0));
+      await warmUntilSteady(ctx, `${count} capped gateway(s)`, async () => (await load(2)).reduce((sum, result) => sum + result.perSecond, 0), GATEWAY_WARM_MIN_MS);
       const rates: number[] = [];
+      let cpuMs = 0;
+      let requests = 0;
       for (let round = 0; round < rounds; round += 1) {
+        const before = replicasCpuMs(replicas);
         const results = await load(seconds);
+        cpuMs += replicasCpuMs(replicas) - before;
+        requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
         const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
         const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
         if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
         rates.push(merged);
         ctx.log(`    ${count} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
       }
-      points.push({ replicas: count, perSecond: rates.reduce((sum, rate) => sum + rate, 0) / rates.length, rounds: rates });
+      const point: Point = {
+        replicas: count,
+        perSecond: rates.reduce((sum, rate) => sum + rate, 0) / rates.length,
+        rounds: rates,
+        cpuMsPerUnit: round2(cpuMs / Math.max(1, requests)),
+        capUsed: round2(cpuMs / (rounds * seconds * 1000 * CAPS.gateway * count)),
+      };
+      ctx.log(`    ${count} capped gateway(s): ${point.cpuMsPerUnit} ms CPU/request in the replicas, ${Math.round(point.capUsed! * 100)}% of their cap used`);
+      points.push(point);
     }
   } finally {
     await stopAll(replicas);
