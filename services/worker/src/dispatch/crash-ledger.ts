@@ -27,6 +27,9 @@ const TRACKABLE = /^[A-Za-z0-9_-]{1,128}$/;
  * Counts the deliveries of a job that crashed their worker, in JetStream so every replica sees them. The ledger is an
  * aid, never a gate: if NATS cannot answer, a job runs as if it had no crashes (and the failure is logged).
  */
+/** The logical subject of a job's marker (the bus adds its namespace). */
+const attemptsSubject = (jobId: string) => `worker.attempts.${jobId}`;
+
 export class CrashLedger {
   private readonly stream: string;
 
@@ -38,9 +41,6 @@ export class CrashLedger {
     this.stream = bus.streamName(WORKER_ATTEMPTS);
   }
 
-  private subject(jobId: string): string {
-    return this.bus.subject(`worker.attempts.${jobId}`);
-  }
 
   /**
    * Records that a delivery of `jobId` starts here.
@@ -50,10 +50,10 @@ export class CrashLedger {
     if (!TRACKABLE.test(jobId)) return 0;
     try {
       // A first delivery has no earlier marker to find: one request saved on the common path.
-      const previous = deliveryCount > 1 ? await this.bus.lastMessage(WORKER_ATTEMPTS, `worker.attempts.${jobId}`) : null;
+      const previous = deliveryCount > 1 ? await this.bus.lastMessage(WORKER_ATTEMPTS, attemptsSubject(jobId)) : null;
       const crashes = previous ? previous.json<AttemptMarker>().crashes + 1 : 0;
       const marker: AttemptMarker = { crashes, deliveryCount, workerId: this.workerId, startedAt: new Date().toISOString() };
-      await this.bus.publish(`worker.attempts.${jobId}`, marker);
+      await this.bus.publish(attemptsSubject(jobId), marker);
       return crashes;
     } catch (error) {
       this.logger.warn({ err: error, jobId }, "could not record the dispatch attempt; crash counting skipped");
@@ -64,7 +64,7 @@ export class CrashLedger {
   /** The delivery ended with the process alive: its marker goes. */
   async end(jobId: string): Promise<void> {
     if (!TRACKABLE.test(jobId)) return;
-    await this.bus.jsm.streams.purge(this.stream, { filter: this.subject(jobId) }).catch((error: unknown) => {
+    await this.bus.jsm.streams.purge(this.stream, { filter: this.bus.subject(attemptsSubject(jobId)) }).catch((error: unknown) => {
       this.logger.warn({ err: error, jobId }, "could not clear the dispatch attempt marker");
     });
   }
