@@ -76,6 +76,8 @@ describe("claiming a FIFO endpoint", () => {
     const now = Date.now();
     const rows = await insertDeliveries(db, [1, 2, 3].map(() => delivery(orgId, fifo, true)), { now });
     expect(await hasGatedWork(db, now)).toBe(true);
+    // Before any gated delivery is due (every one in this database is due at its insert time or later), none counts.
+    expect(await hasGatedWork(db, 0)).toBe(false);
     expect((await gated(now)).map((claim) => claim.row.sequence)).toEqual([1]);
     // In flight: nothing else of the endpoint, for this replica or another.
     expect(await gated(now + 1, "replica-b")).toEqual([]);
