@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, type Transaction } from "kysely";
 import pg from "pg";
+import { preparingPool } from "./prepared-statements.js";
 
 // int8 (bigint / bigserial) values are positions and epoch-ms timestamps that fit a JS number safely.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -33,7 +34,8 @@ export function createDatabase<DB>({ url, schema, maxConnections = 10, applicati
   // Nor may a checked-out one (a transaction awaiting NATS or gRPC between queries): pg emits "error" on the client,
   // which has no listener while checked out. The pending query fails on its own and the pool drops the client.
   pool.on("connect", (client) => client.on("error", () => undefined));
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  // Statements built with preparedSql run as named prepared statements (prepared-statements.ts).
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) as never }) });
   return { db, pool, schema, close: () => db.destroy() };
 }
 

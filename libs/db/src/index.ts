@@ -1,4 +1,5 @@
 export * from "./database.js";
+export * from "./prepared-statements.js";
 export * from "./migrations.js";
 export * from "./event-store-schema.js";
 export * from "./append-to-stream.js";

@@ -1,4 +1,5 @@
 import { sql } from "kysely";
+import { preparedSql } from "@renderbus/db";
 import { deliveryChange, type RowIndependentTransition } from "../sending/decide-delivery.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 import { gatedEndpointOf } from "./endpoint-flow.js";
@@ -34,7 +35,7 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
   // more of the remaining candidates than its free slots. Rows in flight are not due (their next_attempt_at is their
   // lease's end), so the ordered scan starts at the first claimable row instead of walking past every lease.
   const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs });
-  const { rows } = await sql<DeliveryRow>`
+  const { rows } = await preparedSql<DeliveryRow>`
     with candidates as (
       select d.id, d.org_id, d.next_attempt_at, busy.in_flight
       from deliveries d

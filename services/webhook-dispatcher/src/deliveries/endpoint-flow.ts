@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from "kysely";
+import { preparedSql } from "@renderbus/db";
 import { deliveryChange } from "../sending/decide-delivery.js";
 import type { DeliveryRow, DispatcherDb } from "./delivery.js";
 
@@ -73,7 +74,7 @@ export interface GatedClaim {
  * lateral probe with `limit 1` looks into deliveries once per gated endpoint, through deliveries_endpoint_pending.
  */
 export async function hasGatedWork(db: DispatcherDb, now = Date.now()): Promise<boolean> {
-  const { rows } = await sql<{ found: boolean }>`
+  const { rows } = await preparedSql<{ found: boolean }>`
     select exists (
       select 1 from endpoints e
       cross join lateral (

@@ -1,5 +1,4 @@
-import { sql } from "kysely";
-import { outboxRowsOf } from "@renderbus/db";
+import { outboxRowsOf, preparedSql } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { currentTraceHeaders } from "@renderbus/telemetry";
 import { deliveryChange } from "../sending/decide-delivery.js";
@@ -89,7 +88,7 @@ async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { no
   const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
   const { limit = 0, orgMaxInFlight = 0 } = lease ?? {};
   const leased = lease ? deliveryChange({ type: "Leased", leaseToken: lease.token, until: lease.until }) : { lease_until: null, lease_token: null, next_attempt_at: null };
-  const { rows } = await sql<DeliveryRow>`
+  const { rows } = await preparedSql<DeliveryRow>`
     with fresh as (
       select * from unnest(
         ${deliveries.map(() => newId("del"))}::text[],
@@ -130,9 +129,9 @@ async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { no
              case when leased then ${leased.next_attempt_at}::bigint when skipped then null else ${queued ? now : null}::bigint end,
              case when leased then ${leased.lease_until}::bigint end,
              case when leased then ${leased.lease_token}::text end,
-             event_at, ${now}, trace_headers, ${!queued}::boolean and not skipped, endpoint_id,
-             (select numbered.sequence from numbered where numbered.n = placed.n)
-      from placed order by n
+             event_at, ${now}, trace_headers, ${!queued}::boolean and not skipped, endpoint_id, numbered.sequence
+      -- A join, not a subquery per row: a CTE referenced once is inlined, and its sort ran again for every row.
+      from placed left join numbered on numbered.n = placed.n order by placed.n
       on conflict (source_event_id, endpoint_id) do nothing
       returning *
     ), counted as (

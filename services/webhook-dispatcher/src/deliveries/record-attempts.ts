@@ -1,4 +1,5 @@
 import { sql } from "kysely";
+import { preparedSql } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { attemptedChange, type AttemptedChange, type RecordedAttempt } from "../sending/decide-delivery.js";
 import { DELIVERIES_UPDATED_HEADERS, DELIVERIES_UPDATED_SUBJECT, MAX_UPDATES_PER_MESSAGE, deliveryUpdateOf } from "./announcements.js";
@@ -57,7 +58,7 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
   // Each update carries its own attempt's trace; the message itself carries none (it belongs to no single trace).
   const updates = attempts.map((a, i) => JSON.stringify(deliveryUpdateOf({ ...a.delivery, ...changes[i]! }, now, a.traceHeaders)));
   const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
-  const { rows } = await sql<{ id: string }>`
+  const { rows } = await preparedSql<{ id: string }>`
     with v as (
       select * from unnest(
         ${column((a) => a.delivery.id)}::text[],
