@@ -1,4 +1,5 @@
-import { sql, type Kysely } from "kysely";
+import type { Kysely } from "kysely";
+import { preparedSql } from "@renderbus/db";
 import type { webhooks } from "@renderbus/contracts";
 import type { JobsDatabase, WebhookDeliveryTable as DeliveryRow } from "../db/jobs-database.js";
 
@@ -41,22 +42,19 @@ export async function projectDeliveries(db: Kysely<JobsDatabase>, updates: Deliv
     if (row && (!current || isNewer(row, current))) newest.set(row.id, row);
   }
   if (newest.size === 0) return;
-  await db
-    .insertInto("webhook_deliveries")
-    .values([...newest.values()])
-    .onConflict((conflict) =>
-      conflict
-        .column("id")
-        .doUpdateSet({
-          status: (eb) => eb.ref("excluded.status"),
-          attempts: (eb) => eb.ref("excluded.attempts"),
-          last_attempt_at: (eb) => eb.ref("excluded.last_attempt_at"),
-          next_attempt_at: (eb) => eb.ref("excluded.next_attempt_at"),
-          last_response_status: (eb) => eb.ref("excluded.last_response_status"),
-          last_error: (eb) => eb.ref("excluded.last_error"),
-          occurred_at: (eb) => eb.ref("excluded.occurred_at"),
-        })
-        .where(sql<boolean>`(excluded.attempts, excluded.occurred_at) > (webhook_deliveries.attempts, webhook_deliveries.occurred_at)`),
-    )
-    .execute();
+  const rows = [...newest.values()];
+  const column = <T>(pick: (row: DeliveryRow) => T) => rows.map(pick);
+  // Columns as arrays: the text is the same for every group size, so it is prepared once per connection.
+  await preparedSql`
+    insert into webhook_deliveries (id, org_id, job_id, event, status, attempts, last_attempt_at, next_attempt_at, last_response_status, last_error, occurred_at)
+    select * from unnest(
+      ${column((r) => r.id)}::text[], ${column((r) => r.org_id)}::text[], ${column((r) => r.job_id)}::text[], ${column((r) => r.event)}::text[],
+      ${column((r) => r.status)}::text[], ${column((r) => r.attempts)}::int[], ${column((r) => r.last_attempt_at)}::bigint[],
+      ${column((r) => r.next_attempt_at)}::bigint[], ${column((r) => r.last_response_status)}::int[], ${column((r) => r.last_error)}::text[],
+      ${column((r) => r.occurred_at)}::bigint[])
+    on conflict (id) do update set
+      status = excluded.status, attempts = excluded.attempts, last_attempt_at = excluded.last_attempt_at,
+      next_attempt_at = excluded.next_attempt_at, last_response_status = excluded.last_response_status,
+      last_error = excluded.last_error, occurred_at = excluded.occurred_at
+    where (excluded.attempts, excluded.occurred_at) > (webhook_deliveries.attempts, webhook_deliveries.occurred_at)`.execute(db);
 }
