@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import { preparedSql } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
+import type { webhooks } from "@renderbus/contracts";
 import { attemptedChange, type AttemptedChange, type RecordedAttempt } from "../sending/decide-delivery.js";
 import { DELIVERIES_UPDATED_HEADERS, DELIVERIES_UPDATED_SUBJECT, MAX_UPDATES_PER_MESSAGE, deliveryUpdateOf } from "./announcements.js";
 import { notifyDue } from "./delivery-queue.js";
@@ -56,7 +57,9 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
   const changes = attempts.map((a) => attemptedChange(a.delivery, a.attempt));
   const columns = Object.keys(ATTEMPTED_COLUMNS) as Array<keyof typeof ATTEMPTED_COLUMNS>;
   // Each update carries its own attempt's trace; the message itself carries none (it belongs to no single trace).
-  const updates = attempts.map((a, i) => JSON.stringify(deliveryUpdateOf({ ...a.delivery, ...changes[i]! }, now, a.traceHeaders)));
+  const updates = attempts.map((a, i) => deliveryUpdateOf({ ...a.delivery, ...changes[i]! }, now, a.traceHeaders));
+  // The group's announcement, serialized here once; PostgreSQL filters it only when some lease did not match.
+  const announcement = JSON.stringify({ updates } satisfies webhooks.DeliveriesUpdated);
   const column = <T>(pick: (a: AttemptToRecord) => T) => attempts.map(pick);
   const { rows } = await preparedSql<{ id: string }>`
     with v as (
@@ -71,10 +74,9 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
         ${column((a) => a.attempt.latencyMs)}::int[],
         ${column((a) => a.attempt.responseExcerpt)}::text[],
         ${column((a) => (a.attempt.requestHeaders ? JSON.stringify(a.attempt.requestHeaders) : null))}::text[],
-        ${column((a) => (a.attempt.responseHeaders ? JSON.stringify(a.attempt.responseHeaders) : null))}::text[],
-        ${updates}::text[]
+        ${column((a) => (a.attempt.responseHeaders ? JSON.stringify(a.attempt.responseHeaders) : null))}::text[]
       ) with ordinality as v(id, claimed_lease_token, ${sql.join(columns.map((name) => sql.ref(name)))},
-             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, update, n)
+             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, n)
     ), updated as (
       update deliveries d set ${sql.join(columns.map((name) => sql`${sql.ref(name)} = v.${sql.ref(name)}`))}
       from v
@@ -86,12 +88,17 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
       from v join updated on updated.id = v.id
       on conflict (delivery_id, attempt) do nothing
     ), announced as (
-      -- An aggregate without group by yields one row even over no rows: "having" leaves a group with no lease out.
+      -- Nearly always every lease matched and the announcement goes as built; otherwise only the matched rows' updates.
       insert into outbox (message_id, subject, body, headers, created_at)
-      select ${newId("evt")}, ${DELIVERIES_UPDATED_SUBJECT}, jsonb_build_object('updates', jsonb_agg(v.update::jsonb order by v.n)),
+      select ${newId("evt")}, ${DELIVERIES_UPDATED_SUBJECT},
+             case when matched.n = ${attempts.length}::int then m.body::jsonb
+                  else jsonb_build_object('updates', (
+                    select jsonb_agg(u.value order by u.n) from jsonb_array_elements(m.body::jsonb -> 'updates') with ordinality as u(value, n)
+                    where u.value ->> 'deliveryId' in (select id from updated)))
+             end,
              ${JSON.stringify(DELIVERIES_UPDATED_HEADERS)}::jsonb, ${now}
-      from v join updated on updated.id = v.id
-      having count(*) > 0
+      from (select count(*)::int as n from updated) matched, (select ${announcement}::text as body) m
+      where matched.n > 0
     )
     select id from updated`.execute(db);
   // The new rows are the claimed rows with their change applied: nothing else moves while the lease matches, so
