@@ -4,7 +4,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { DEPLOY_AUTHORIZATION_FILE, deployNatsAuthorization, NATS_USERS, natsPasswordVariable } from "@renderbus/bus";
-import { SERVICE_MAX_OLD_SPACE_MB } from "@renderbus/testing";
+import { SERVICE_NODE_FLAGS } from "@renderbus/testing";
 import { authConfigSchema } from "../services/auth/src/config.js";
 import { gatewayConfigSchema } from "../services/gateway/src/config.js";
 import { jobsConfigSchema } from "../services/jobs/src/config.js";
@@ -424,7 +424,7 @@ describe("docker-compose.yml", () => {
       expect(runtime).toMatch(/apt-get install [^&]*\bffmpeg\b/);
       expect(runtime).toMatch(/apt-get install [^&]*\bbubblewrap\b/);
       expect(runtime).toMatch(/apt-get install [^&]*\btini\b/);
-      expect(runtime).toContain(`exec node --max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB} --enable-source-maps services/\${SERVICE}/dist/main.mjs`);
+      expect(runtime).toContain(`exec node ${SERVICE_NODE_FLAGS.join(" ")} services/\${SERVICE}/dist/main.mjs`);
       expect(runtime).toMatch(/^USER node$/m);
       expect(dockerfile).not.toMatch(/--import tsx/);
     });

@@ -35,6 +35,18 @@ export function defaultServiceRuntime(): ServiceRuntime {
 export const SERVICE_MAX_OLD_SPACE_MB = 128;
 
 /**
+ * The young generation's cap per semi-space. V8 12+ (Node 22 and 24, the image's runtime) derives it from the old
+ * generation's limit: with 128 MB it stays at 1 MB, so a busy service scavenges constantly and promotes short-lived
+ * objects into the old generation. Measured on Node 24 in the webhook benchmark: the dispatcher spent 27% of its CPU in
+ * the garbage collector and 2.3-3.8 ms of CPU per delivery, against 0.45-0.59 ms with 16 MB (Node 20 sizes it larger
+ * already and showed no difference).
+ */
+export const SERVICE_MAX_SEMI_SPACE_MB = 16;
+
+/** The node flags every bundled service runs with (the image's CMD, `npm start`, the bench). */
+export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`, "--enable-source-maps"] as const;
+
+/**
  * The command that runs `service`. `nodeArgs` (e.g. --cpu-prof, which NODE_OPTIONS refuses) make node run the
  * service itself, with tsx as a loader for `source`, instead of tsx's launcher process.
  */
@@ -42,7 +54,7 @@ export function serviceCommand(repoRoot: string, service: ServiceName, runtime: 
   if (runtime === "bundle") {
     const bundle = join(repoRoot, "services", service, "dist", "main.mjs");
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`node scripts/build-services.mjs\` first`);
-    return { command: process.execPath, args: [...(nodeArgs ?? []), `--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, "--enable-source-maps", bundle] };
+    return { command: process.execPath, args: [...(nodeArgs ?? []), ...SERVICE_NODE_FLAGS, bundle] };
   }
   const main = join(repoRoot, "services", service, "src", "main.ts");
   if (nodeArgs) return { command: process.execPath, args: [...nodeArgs, "--import", "tsx", main] };
