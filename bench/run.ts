@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
+ * `npm run bench` (on Node 24: scripts/bench.mjs) `[-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
  * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
  */
 import { execFile } from "node:child_process";
