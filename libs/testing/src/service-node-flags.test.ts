@@ -1,0 +1,31 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { SERVICE_MAX_SEMI_SPACE_MB, SERVICE_NODE_FLAGS } from "./system.js";
+
+/**
+ * A service-like heap: tens of thousands of live objects while short-lived ones churn. Prints the largest the young
+ * generation grew (new_space's size is both semi-spaces).
+ */
+const churn = `
+  const v8 = require("node:v8");
+  const ring = new Array(60000);
+  let largest = 0;
+  for (let i = 0; i < 600000; i++) {
+    ring[i % ring.length] = { i, text: "x".repeat(20) + i, pair: [i, i + 1] };
+    if (i % 5000 === 0) largest = Math.max(largest, v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size);
+  }
+  console.log(largest);
+`;
+
+describe("the node flags services run with", () => {
+  // Runs under Node 20 in `vitest run` and under Node 24 (the image's runtime) in `npm run test:unit:node24`; on Node
+  // 24 without --max-semi-space-size the young generation grows to 128 MB here, and the dispatcher spent a quarter of
+  // its CPU in the garbage collector.
+  it("keep the young generation within SERVICE_MAX_SEMI_SPACE_MB per semi-space on this node", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [...SERVICE_NODE_FLAGS, "-e", churn]);
+    const largestMb = Number(stdout.trim()) / (1024 * 1024);
+    expect(largestMb).toBeGreaterThan(0);
+    expect(largestMb).toBeLessThanOrEqual(2 * SERVICE_MAX_SEMI_SPACE_MB);
+  });
+});
