@@ -76,4 +76,4 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # The heap flags are SERVICE_NODE_FLAGS in libs/testing/src/system.ts (npm start, bench): an old-generation limit, and a
 # young generation that Node 24 would otherwise let grow to 64 MB per semi-space beside it (GC-bound: see there).
 # The admin CLI: `node services/auth/dist/admin.mjs <command>` (docs/operations.md).
-CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=16 --enable-source-maps services/${SERVICE}/dist/main.mjs"]
+CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=8 --enable-source-maps services/${SERVICE}/dist/main.mjs"]
