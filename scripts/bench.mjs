@@ -11,14 +11,14 @@ import { ensureNode24, withNodeOnPath } from './node24.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const nodeOption = args.indexOf('--node');
-const current = nodeOption >= 0 && args[nodeOption + 1] === 'current';
-if (nodeOption >= 0) args.splice(nodeOption, 2);
-
 const fail = (line) => {
   console.error(`[bench] ${line}`);
   process.exit(1);
 };
+const nodeOption = args.indexOf('--node');
+if (nodeOption >= 0 && args[nodeOption + 1] !== 'current') fail(`--node takes only \`current\` (got ${args[nodeOption + 1] ?? 'nothing'})`);
+const current = nodeOption >= 0;
+if (current) args.splice(nodeOption, 2);
 const { nodeBinary } = current ? { nodeBinary: process.execPath } : ensureNode24((line) => console.error(`[bench] ${line}`), fail);
 const run = spawnSync(nodeBinary, ['--import', 'tsx', path.join(root, 'bench', 'run.ts'), ...args], { cwd: root, stdio: 'inherit', env: withNodeOnPath(nodeBinary) });
 process.exit(run.status ?? 1);

@@ -5,7 +5,7 @@ import { SERVICE_MAX_SEMI_SPACE_MB, SERVICE_NODE_FLAGS } from "./system.js";
 
 /**
  * A service-like heap: tens of thousands of live objects while short-lived ones churn. Prints the largest the young
- * generation grew (new_space's size is both semi-spaces).
+ * generation grew (new_space's size: both semi-spaces, and on Node 24 a few pages more).
  */
 const churn = `
   const v8 = require("node:v8");
