@@ -55,6 +55,12 @@ export const configSchema = commonConfigSchema
   DISPATCHER_ORG_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(8),
   /** Job events handled at once by this process's consumer. */
   DISPATCHER_CONSUMER_CONCURRENCY: z.coerce.number().int().positive().default(64),
+  /**
+   * How long a job event owing deliveries waits for a free attempt slot of this process (while every slot is busy)
+   * before its deliveries are written to wait for a claim instead. Waiting, it stays unacked in JetStream; written
+   * leased, it is attempted without a claim. Well under DISPATCHER_ACK_WAIT_MS.
+   */
+  DISPATCHER_INGEST_SLOT_WAIT_MS: z.coerce.number().int().min(0).default(2000),
   /** JetStream ack wait of the job-events consumer: how soon a dead replica's unacked events go to another one. */
   DISPATCHER_ACK_WAIT_MS: z.coerce.number().int().positive().default(30_000),
   /** Safety-net poll of the due-time queue (a missed NOTIFY, an expired lease of a crashed replica). */
@@ -88,6 +94,11 @@ export const configSchema = commonConfigSchema
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
   })
   // Endpoint secrets are sealed with the same keys as the org's webhook secret (auth).
-  .superRefine((config, context) => requireProductionSecrets(secretsKeyringProductionCheck(config))(config, context));
+  .superRefine((config, context) => requireProductionSecrets(secretsKeyringProductionCheck(config))(config, context))
+  .refine((config) => config.DISPATCHER_INGEST_SLOT_WAIT_MS < config.DISPATCHER_ACK_WAIT_MS, {
+    // An event held longer than its ack wait would be delivered to another replica meanwhile.
+    message: "DISPATCHER_INGEST_SLOT_WAIT_MS must be below DISPATCHER_ACK_WAIT_MS",
+    path: ["DISPATCHER_INGEST_SLOT_WAIT_MS"],
+  });
 
 export type DispatcherConfig = z.infer<typeof configSchema>;

@@ -131,6 +131,7 @@ export async function startDispatcherService(
     concurrency: config.DISPATCHER_CONSUMER_CONCURRENCY,
     ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
     sender,
+    slotWaitMs: config.DISPATCHER_INGEST_SLOT_WAIT_MS,
   });
   const progress = startJobProgressListener({
     bus,

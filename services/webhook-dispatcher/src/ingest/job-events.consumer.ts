@@ -9,7 +9,7 @@ import { insertDeliveries, type NewDelivery } from "../deliveries/insert-deliver
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { endpointsFor, type EndpointDirectory, type OrgEndpoints } from "../endpoints/endpoint-directory.js";
-import type { DeliverySender } from "../sending/delivery-sender.js";
+import type { DeliverySender, SlotTicket } from "../sending/delivery-sender.js";
 
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
@@ -33,10 +33,12 @@ export interface JobEventsConsumerOptions {
   ackWaitMs: number;
   /** Attempts the deliveries created: fresh ones straight from the insert, others through its claims. */
   sender: FreshDeliverySender;
+  /** How long an event owing deliveries waits for a free attempt slot before they are written for a claim instead. */
+  slotWaitMs: number;
 }
 
 /** What ingest needs of the delivery sender. */
-export type FreshDeliverySender = Pick<DeliverySender, "wake" | "lease" | "reserve" | "launch">;
+export type FreshDeliverySender = Pick<DeliverySender, "wake" | "lease" | "admit" | "reserve" | "launch">;
 
 /** What one job event means for the dispatcher (not a billing plan). */
 export interface JobEventWork {
@@ -94,6 +96,8 @@ interface PlannedEvent {
   org: OrgEndpoints | undefined;
   /** The event's trace (groups mix events of many traces), stored with its delivery. */
   traceHeaders: Record<string, string>;
+  /** The attempt slots it was admitted with (none when it waited too long or owes nothing to lease). */
+  ticket?: SlotTicket;
 }
 
 /**
@@ -120,6 +124,12 @@ function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDe
   }));
 }
 
+/** Attempt slots an event's deliveries could be leased at insert (batch bookkeeping and FIFO endpoints take none). */
+function leasableSlots(event: PlannedEvent): number {
+  if (event.work.terminal || event.work.batchCreated) return 0;
+  return deliveriesOf(event).filter((delivery) => !delivery.skipped && !delivery.ordered).length;
+}
+
 /**
  * Writes planned events. Events with batch bookkeeping go in one transaction, each guarded by `processed_events` (a
  * redelivered event must not count toward its batch twice), then batch progress and deliveries. Nearly every group has
@@ -128,9 +138,10 @@ function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDe
  * Returns, per event, whether a delivery was created that still waits for a claim.
  */
 async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDeliverySender, events: PlannedEvent[]): Promise<boolean[]> {
+  const tickets = events.flatMap((event) => (event.ticket ? [event.ticket] : []));
   if (events.every(({ work }) => !work.batchCreated && !work.terminal)) {
     const deliveries = events.flatMap(deliveriesOf);
-    const slots = sender.reserve(deliveries.length);
+    const slots = sender.reserve(deliveries.length, tickets);
     let created: DeliveryRow[] = [];
     try {
       const now = Date.now();
@@ -146,6 +157,8 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
     const waiting = new Set(created.flatMap((row) => (row.lease_token === null && row.source_event_id !== null ? [row.source_event_id] : [])));
     return events.map((event) => waiting.has(event.eventId));
   }
+  // This path leases nothing: the slots its events were admitted with go back.
+  sender.reserve(0, tickets);
   return db.transaction().execute(async (trx) => {
     const now = Date.now();
     const fresh = new Set(
@@ -218,8 +231,13 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
     const org = work.webhook ? await endpoints.get(work.orgId) : undefined;
+    const planned: PlannedEvent = { eventId, work, org, traceHeaders: currentTraceHeaders() };
+    // In a burst every slot is busy: the event waits here (unacked, in JetStream's hands) for one, rather than in
+    // the table for a claim, so its delivery is written leased and attempted at once.
+    const slots = leasableSlots(planned);
+    if (slots > 0) planned.ticket = await options.sender.admit(slots, options.slotWaitMs);
     // True when a delivery was created that waits for a claim (the sender attempts leased ones already).
-    let waiting = await writer.submit({ eventId, work, org, traceHeaders: currentTraceHeaders() });
+    let waiting = await writer.submit(planned);
     const batchId = work.terminal?.batchId ?? work.batchCreated?.batchId;
     if (batchId && (await createBatchDelivery(batchId, eventId))) waiting = true;
     if (waiting) options.sender.wake();

@@ -55,10 +55,17 @@ export interface DeliverySender {
   /** This replica's lease on deliveries it attempts, and the per-org cap its claims apply. */
   readonly lease: { token: string; ms: number; orgMaxInFlight: number };
   /**
-   * Takes up to `wanted` free attempt slots for fresh deliveries about to be inserted already leased to this replica
-   * (insertDeliveries with a lease); claims leave them alone until `launch` gives back what was not used.
+   * Waits for `slots` free attempt slots for a fresh event's deliveries, at most `maxWaitMs` (then the ticket holds
+   * none, and its deliveries are inserted unleased, for a claim). Tickets are served in arrival order; once a slot is
+   * free they are counted as taken until `reserve` settles them.
    */
-  reserve(wanted: number): number;
+  admit(slots: number, maxWaitMs: number): Promise<SlotTicket>;
+  /**
+   * Takes up to `wanted` free attempt slots for fresh deliveries about to be inserted already leased to this replica
+   * (insertDeliveries with a lease), counting first the slots `tickets` hold for them; claims leave them alone until
+   * `launch` gives back what was not used.
+   */
+  reserve(wanted: number, tickets?: SlotTicket[]): number;
   /** Attempts `rows`, inserted under this replica's lease into `reserved` slots taken with `reserve`. */
   launch(rows: DeliveryRow[], reserved: number): void;
   /**
@@ -67,6 +74,11 @@ export interface DeliverySender {
    */
   attempt(row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined>;
   stop(): Promise<void>;
+}
+
+/** Attempt slots an event was admitted with (DeliverySender.admit); `reserve` settles them once (then 0). */
+export interface SlotTicket {
+  slots: number;
 }
 
 /** The error of an attempt that had nowhere to go. */
@@ -89,12 +101,38 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const inFlight = new Set<Promise<void>>();
   // Slots promised to deliveries being inserted under our lease (reserve -> launch): not free for claims.
   let reserved = 0;
+  // Slots of admitted events not yet settled by reserve (admit -> reserve): not free for claims either.
+  let admitted = 0;
+  // Fresh events waiting for a slot (admit), in arrival order.
+  const waiters: Array<{ wanted: number; ticket: SlotTicket; resolve(ticket: SlotTicket): void; timer: NodeJS.Timeout }> = [];
+  // The claim loop has due work it found no slot for: the next free slot is its, not a waiting event's.
+  let claimWanted = false;
   let stopped = false;
   let pending = true;
   let wakeUp: (() => void) | undefined;
   const wake = () => {
     pending = true;
     wakeUp?.();
+  };
+  const freeSlots = () => options.concurrency - inFlight.size - reserved - admitted;
+  /** Hands free slots to waiting events, first come first served (unless the claim loop asked for one first). */
+  const admitWaiting = () => {
+    while (waiters.length > 0 && !claimWanted && freeSlots() > 0) {
+      const waiter = waiters.shift()!;
+      clearTimeout(waiter.timer);
+      waiter.ticket.slots = waiter.wanted;
+      admitted += waiter.wanted;
+      waiter.resolve(waiter.ticket);
+    }
+  };
+  /**
+   * A slot came free. With events waiting for one it goes to them: a fresh delivery is then inserted already leased
+   * instead of inserted due and claimed (a second statement and row version); otherwise, or when the claim loop has
+   * due work waiting, the loop claims.
+   */
+  const slotFreed = () => {
+    if (waiters.length === 0 || claimWanted) wake();
+    else admitWaiting();
   };
 
   const listener = new pg.Client({ connectionString: options.databaseUrl });
@@ -205,7 +243,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
       .finally(() => {
         inFlight.delete(task);
-        wake();
+        slotFreed();
       });
     inFlight.add(task);
   };
@@ -231,9 +269,11 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         continue;
       }
       pending = false;
-      const free = options.concurrency - inFlight.size - reserved;
+      const free = freeSlots();
       if (free <= 0) {
-        // A finishing attempt wakes us.
+        // A finishing attempt wakes us, before any waiting event is admitted: due work (a retry, an org back under
+        // its cap, another replica's backlog) is not starved by a stream of fresh events.
+        claimWanted = true;
         await new Promise<void>((resolve) => (wakeUp = resolve));
         wakeUp = undefined;
         pending = true;
@@ -252,6 +292,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         logger.warn({ err: error, failures }, "claiming due deliveries failed; retrying");
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** failures, 5000)));
         pending = true;
+      } finally {
+        claimWanted = false;
+        // What the claim left free goes to the events waiting for a slot.
+        admitWaiting();
       }
     }
   })();
@@ -259,9 +303,39 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   return {
     wake,
     lease: { token: leaseToken, ms: leaseMs, orgMaxInFlight: options.orgMaxInFlight },
-    reserve(wanted) {
-      const taken = stopped ? 0 : Math.max(0, Math.min(wanted, options.concurrency - inFlight.size - reserved));
+    admit(slots, maxWaitMs) {
+      const ticket: SlotTicket = { slots: 0 };
+      if (stopped || slots <= 0) return Promise.resolve(ticket);
+      if (waiters.length === 0 && !claimWanted && freeSlots() > 0) {
+        ticket.slots = slots;
+        admitted += slots;
+        return Promise.resolve(ticket);
+      }
+      return new Promise<SlotTicket>((resolve) => {
+        const waiter = {
+          wanted: slots,
+          ticket,
+          resolve,
+          // No slot in time (every attempt hangs on slow receivers): inserted unleased, as without admission.
+          timer: setTimeout(() => {
+            waiters.splice(waiters.indexOf(waiter), 1);
+            resolve(ticket);
+          }, maxWaitMs),
+        };
+        waiters.push(waiter);
+      });
+    },
+    reserve(wanted, tickets = []) {
+      let settled = 0;
+      for (const ticket of tickets) {
+        settled += ticket.slots;
+        ticket.slots = 0;
+      }
+      admitted -= settled;
+      const taken = stopped ? 0 : Math.max(0, Math.min(wanted, freeSlots()));
       reserved += taken;
+      // Admitted slots this insert does not take (deliveries skipped, gated, or over their org's cap) are free again.
+      if (settled > taken) slotFreed();
       return taken;
     },
     launch(rows, slots) {
@@ -272,12 +346,16 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         return;
       }
       for (const row of rows) start(row);
-      // Slots the insert did not use are free for claims again.
-      if (rows.length < slots) wake();
+      // Slots the insert did not use are free again.
+      if (rows.length < slots) slotFreed();
     },
     attempt,
     async stop() {
       stopped = true;
+      for (const waiter of waiters.splice(0)) {
+        clearTimeout(waiter.timer);
+        waiter.resolve(waiter.ticket);
+      }
       stopController.abort();
       wakeUp?.();
       await loop;
