@@ -178,6 +178,8 @@ export async function startDispatcherService(
       await rpc.shutdown(2000);
       await retention.stop();
       await progress.stop();
+      // Events waiting for an attempt slot would hold the consumer's drain until one frees: they go on now.
+      sender.closeAdmissions();
       await consumer.stop();
       await sender.stop();
       await announcer.stop();

@@ -49,11 +49,10 @@ async function twoSlotDispatcher(slotWaitMs: number, { slots = 2, overrides = {}
   receivers.push(receiver);
   const orgId = newId("org");
   fakeAuth.setTarget({ orgId, plan: "pro", url: receiver.url, secret: "s" });
-  dispatchers.push(
-    await startTestDispatcher(
+  const dispatcher = await startTestDispatcher(
       testConfig({ ...base, namespace }, { DISPATCHER_CONCURRENCY: String(slots), DISPATCHER_ORG_MAX_IN_FLIGHT: "8", DISPATCHER_INGEST_SLOT_WAIT_MS: String(slotWaitMs), WEBHOOK_TIMEOUT_MS: "600000", ...overrides }),
-    ),
   );
+  dispatchers.push(dispatcher);
   const rowsOf = async () =>
     (await database.query<{ job_id: string; status: string; lease_token: string | null }>("select job_id, status, lease_token from dispatcher.deliveries where org_id = $1", [orgId])).rows;
   const release = () => {
@@ -61,7 +60,11 @@ async function twoSlotDispatcher(slotWaitMs: number, { slots = 2, overrides = {}
     for (const response of held.splice(0)) response.writeHead(200).end("ok");
   };
   const publishCompleted = (jobId: string) => publisher.publish("job.completed", jobCompletedEvent(orgId, jobId));
-  return { receiver, held, rowsOf, release, publishCompleted };
+  const stop = async () => {
+    dispatchers.splice(dispatchers.indexOf(dispatcher), 1);
+    await dispatcher.stop();
+  };
+  return { receiver, held, rowsOf, release, publishCompleted, stop };
 }
 
 describe("events waiting for an attempt slot", () => {
@@ -125,4 +128,18 @@ describe("events waiting for an attempt slot", () => {
     expect(receiver.received[3]!.json.jobId).toBe(second);
     held.shift()!.writeHead(200).end("ok");
   });
+
+  it("on shutdown writes the events waiting for a slot at once, for another replica's claim", async () => {
+    const { receiver, rowsOf, publishCompleted, stop } = await twoSlotDispatcher(20_000);
+    for (let n = 0; n < 2; n += 1) await publishCompleted(newId("job"));
+    await receiver.waitFor(2);
+    const waiting = newId("job");
+    await publishCompleted(waiting);
+    await sleep(300);
+    expect((await rowsOf()).map((row) => row.job_id)).not.toContain(waiting);
+
+    // The two attempts never end (600 s timeout, nobody answers): only closing admissions lets the consumer drain.
+    await stop();
+    expect((await rowsOf()).find((row) => row.job_id === waiting)).toMatchObject({ status: "pending", lease_token: null });
+  }, 10_000);
 });

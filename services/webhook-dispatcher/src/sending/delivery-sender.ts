@@ -60,6 +60,8 @@ export interface DeliverySender {
    * free they are counted as taken until `reserve` settles them.
    */
   admit(slots: number, maxWaitMs: number): Promise<SlotTicket>;
+  /** From now on no event waits for a slot (shutting down): the waiting ones go on at once, without slots. */
+  closeAdmissions(): void;
   /**
    * Takes up to `wanted` free attempt slots for fresh deliveries about to be inserted already leased to this replica
    * (insertDeliveries with a lease), counting first the slots `tickets` hold for them; claims leave them alone until
@@ -107,12 +109,20 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const waiters: Array<{ wanted: number; ticket: SlotTicket; resolve(ticket: SlotTicket): void; timer: NodeJS.Timeout }> = [];
   // The claim loop has due work it found no slot for: the next free slot is its, not a waiting event's.
   let claimWanted = false;
+  let admitting = true;
   let stopped = false;
   let pending = true;
   let wakeUp: (() => void) | undefined;
   const wake = () => {
     pending = true;
     wakeUp?.();
+  };
+  const closeAdmissions = () => {
+    admitting = false;
+    for (const waiter of waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(waiter.ticket);
+    }
   };
   const freeSlots = () => options.concurrency - inFlight.size - reserved - admitted;
   /** Hands free slots to waiting events, first come first served (unless the claim loop asked for one first). */
@@ -305,7 +315,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     lease: { token: leaseToken, ms: leaseMs, orgMaxInFlight: options.orgMaxInFlight },
     admit(slots, maxWaitMs) {
       const ticket: SlotTicket = { slots: 0 };
-      if (stopped || slots <= 0) return Promise.resolve(ticket);
+      if (!admitting || slots <= 0) return Promise.resolve(ticket);
       if (waiters.length === 0 && !claimWanted && freeSlots() > 0) {
         ticket.slots = slots;
         admitted += slots;
@@ -350,12 +360,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       if (rows.length < slots) slotFreed();
     },
     attempt,
+    closeAdmissions,
     async stop() {
       stopped = true;
-      for (const waiter of waiters.splice(0)) {
-        clearTimeout(waiter.timer);
-        waiter.resolve(waiter.ticket);
-      }
+      closeAdmissions();
       stopController.abort();
       wakeUp?.();
       await loop;
