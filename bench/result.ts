@@ -38,7 +38,8 @@ export function below(name: string, actual: number, maximum: number, unit: strin
   return { name, target: `< ${maximum}${unit}`, actual: `${actual}${unit}`, met, ...(met ? {} : { missedBy: `${round(actual - maximum)}${unit} over` }) };
 }
 
-const round = (value: number) => Math.round(value * 10) / 10;
+// Two decimals: a ratio missed by 0.04x must not read "0x short".
+const round = (value: number) => Math.round(value * 100) / 100;
 
 /** A ratio as a percentage with one decimal. */
 export const percent = (part: number, whole: number): number => (whole > 0 ? Math.round((part / whole) * 1000) / 10 : 0);

@@ -146,7 +146,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
 
     return {
       id: "webhook-peers",
-      title: "8. Webhook senders side by side: our dispatcher and job-queue peers",
+      title: "10. Webhook senders side by side: our dispatcher and job-queue peers",
       baseline: `the fastest peer of the run (${best.sender}); every sender takes turns with the others, ${ctx.sizes.rounds} rounds of ${count} webhooks, 64 attempts in flight, 10 PostgreSQL connections, the same receiver`,
       columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "PostgreSQL", "NATS", "other services", "total", "PostgreSQL commits/delivery"],
       rows: figures.map((f) => [
