@@ -60,19 +60,24 @@ async function twoSlotDispatcher(slotWaitMs: number, { slots = 2, overrides = {}
     for (const response of held.splice(0)) response.writeHead(200).end("ok");
   };
   const publishCompleted = (jobId: string) => publisher.publish("job.completed", jobCompletedEvent(orgId, jobId));
+  /** Publishes one event per slot and waits until the receiver holds all their attempts; returns their job ids. */
+  const fillSlots = async () => {
+    const jobIds = Array.from({ length: slots }, () => newId("job"));
+    for (const jobId of jobIds) await publishCompleted(jobId);
+    await receiver.waitFor(slots);
+    return jobIds;
+  };
   const stop = async () => {
     dispatchers.splice(dispatchers.indexOf(dispatcher), 1);
     await dispatcher.stop();
   };
-  return { receiver, held, rowsOf, release, publishCompleted, stop };
+  return { receiver, held, rowsOf, release, publishCompleted, fillSlots, stop };
 }
 
 describe("events waiting for an attempt slot", () => {
   it("writes nothing while every slot is busy, then writes the waiting events leased and attempts them", async () => {
-    const { receiver, rowsOf, release, publishCompleted } = await twoSlotDispatcher(20_000);
-    const first = [newId("job"), newId("job")];
-    for (const jobId of first) await publishCompleted(jobId);
-    await receiver.waitFor(2);
+    const { receiver, rowsOf, release, publishCompleted, fillSlots } = await twoSlotDispatcher(20_000);
+    const first = await fillSlots();
 
     const later = [newId("job"), newId("job"), newId("job")];
     for (const jobId of later) await publishCompleted(jobId);
@@ -91,9 +96,8 @@ describe("events waiting for an attempt slot", () => {
   });
 
   it("writes an event that waited DISPATCHER_INGEST_SLOT_WAIT_MS for a claim, so it shows as pending, and a freed slot claims it", async () => {
-    const { receiver, rowsOf, release, publishCompleted } = await twoSlotDispatcher(300);
-    for (let n = 0; n < 2; n += 1) await publishCompleted(newId("job"));
-    await receiver.waitFor(2);
+    const { receiver, rowsOf, release, publishCompleted, fillSlots } = await twoSlotDispatcher(300);
+    await fillSlots();
 
     const waiting = newId("job");
     await publishCompleted(waiting);
@@ -130,9 +134,8 @@ describe("events waiting for an attempt slot", () => {
   });
 
   it("on shutdown writes the events waiting for a slot at once, for another replica's claim", async () => {
-    const { receiver, rowsOf, publishCompleted, stop } = await twoSlotDispatcher(20_000);
-    for (let n = 0; n < 2; n += 1) await publishCompleted(newId("job"));
-    await receiver.waitFor(2);
+    const { rowsOf, publishCompleted, fillSlots, stop } = await twoSlotDispatcher(20_000);
+    await fillSlots();
     const waiting = newId("job");
     await publishCompleted(waiting);
     await sleep(300);
