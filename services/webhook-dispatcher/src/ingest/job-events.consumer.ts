@@ -89,13 +89,11 @@ export function workOfJobEvent(subject: string, data: unknown): JobEventWork | u
   }
 }
 
-/** An event ready to be written: its work and, when it owes a webhook, the org's endpoints. */
+/** An event ready to be written: its work and the deliveries it owes (built once, before it waits for a slot). */
 interface PlannedEvent {
   eventId: string;
   work: JobEventWork;
-  org: OrgEndpoints | undefined;
-  /** The event's trace (groups mix events of many traces), stored with its delivery. */
-  traceHeaders: Record<string, string>;
+  deliveries: NewDelivery[];
   /** The attempt slots it was admitted with (none when it waited too long or owes nothing to lease). */
   ticket?: SlotTicket;
 }
@@ -104,7 +102,13 @@ interface PlannedEvent {
  * The webhook deliveries an event owes: one per endpoint of its org whose filter matches (none when the plan has no
  * webhooks). A disabled endpoint's delivery is stored `skipped`.
  */
-function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDelivery[] {
+function deliveriesOf(
+  eventId: string,
+  work: JobEventWork,
+  org: OrgEndpoints | undefined,
+  /** The event's trace (groups mix events of many traces), stored with its delivery. */
+  traceHeaders: Record<string, string>,
+): NewDelivery[] {
   const webhook = work.webhook;
   if (!webhook || !org) return [];
   const body = JSON.stringify(webhook.body);
@@ -127,7 +131,7 @@ function deliveriesOf({ eventId, work, org, traceHeaders }: PlannedEvent): NewDe
 /** Attempt slots an event's deliveries could be leased at insert (batch bookkeeping and FIFO endpoints take none). */
 function leasableSlots(event: PlannedEvent): number {
   if (event.work.terminal || event.work.batchCreated) return 0;
-  return deliveriesOf(event).filter((delivery) => !delivery.skipped && !delivery.ordered).length;
+  return event.deliveries.filter((delivery) => !delivery.skipped && !delivery.ordered).length;
 }
 
 /**
@@ -140,7 +144,7 @@ function leasableSlots(event: PlannedEvent): number {
 async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDeliverySender, events: PlannedEvent[]): Promise<boolean[]> {
   const tickets = events.flatMap((event) => (event.ticket ? [event.ticket] : []));
   if (events.every(({ work }) => !work.batchCreated && !work.terminal)) {
-    const deliveries = events.flatMap(deliveriesOf);
+    const deliveries = events.flatMap((event) => event.deliveries);
     const slots = sender.reserve(deliveries.length, tickets);
     let created: DeliveryRow[] = [];
     try {
@@ -178,7 +182,7 @@ async function writePlannedEvents(db: Kysely<DispatcherTables>, sender: FreshDel
       // A batch's events are few next to its jobs' events: these stay one statement each.
       if (work.batchCreated) await recordBatchCreated(trx, { batchId: work.batchCreated.batchId, orgId: work.orgId, jobCount: work.batchCreated.jobCount, createdAt: work.batchCreated.createdAt });
       if (work.terminal) await recordTerminalJob(trx, work.terminal);
-      deliveries.push(...deliveriesOf(event));
+      deliveries.push(...event.deliveries);
     }
     const created = new Set((await insertDeliveries(trx, deliveries, { now })).flatMap((row) => (row.source_event_id ? [row.source_event_id] : [])));
     return events.map((event) => created.has(event.eventId));
@@ -231,7 +235,7 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     const eventId = message.msgId || `${message.subject}#${message.streamSequence}`;
     // Resolve the target before the transaction: no connection is held during the network call.
     const org = work.webhook ? await endpoints.get(work.orgId) : undefined;
-    const planned: PlannedEvent = { eventId, work, org, traceHeaders: currentTraceHeaders() };
+    const planned: PlannedEvent = { eventId, work, deliveries: deliveriesOf(eventId, work, org, currentTraceHeaders()) };
     // In a burst every slot is busy: the event waits here (unacked, in JetStream's hands) for one, rather than in
     // the table for a claim, so its delivery is written leased and attempted at once.
     const slots = leasableSlots(planned);

@@ -106,7 +106,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   // Slots of admitted events not yet settled by reserve (admit -> reserve): not free for claims either.
   let admitted = 0;
   // Fresh events waiting for a slot (admit), in arrival order.
-  const waiters: Array<{ wanted: number; ticket: SlotTicket; resolve(ticket: SlotTicket): void; timer: NodeJS.Timeout }> = [];
+  const waiters: Array<{ wanted: number; ticket: SlotTicket; resolve(ticket: SlotTicket): void; timer: NodeJS.Timeout | undefined }> = [];
   // The claim loop has due work it found no slot for: the next free slot is its, not a waiting event's.
   let claimWanted = false;
   let admitting = true;
@@ -316,23 +316,16 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     admit(slots, maxWaitMs) {
       const ticket: SlotTicket = { slots: 0 };
       if (!admitting || slots <= 0) return Promise.resolve(ticket);
-      if (waiters.length === 0 && !claimWanted && freeSlots() > 0) {
-        ticket.slots = slots;
-        admitted += slots;
-        return Promise.resolve(ticket);
-      }
       return new Promise<SlotTicket>((resolve) => {
-        const waiter = {
-          wanted: slots,
-          ticket,
-          resolve,
-          // No slot in time (every attempt hangs on slow receivers): inserted unleased, as without admission.
-          timer: setTimeout(() => {
-            waiters.splice(waiters.indexOf(waiter), 1);
-            resolve(ticket);
-          }, maxWaitMs),
-        };
+        const waiter: (typeof waiters)[number] = { wanted: slots, ticket, resolve, timer: undefined };
         waiters.push(waiter);
+        admitWaiting();
+        if (waiters.at(-1) !== waiter) return;
+        // No slot in time (every attempt hangs on slow receivers): inserted unleased, as without admission.
+        waiter.timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          resolve(ticket);
+        }, maxWaitMs);
       });
     },
     reserve(wanted, tickets = []) {
