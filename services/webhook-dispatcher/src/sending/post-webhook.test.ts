@@ -99,6 +99,32 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     }
   });
 
+  it("ends an attempt at once when its abort signal fires (shutdown), closing the connection", async () => {
+    const server = createServer(() => undefined); // never answers
+    const closed: Promise<void>[] = [];
+    server.on("connection", (socket) => closed.push(new Promise((resolve) => socket.on("close", () => resolve()))));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+      const stop = new AbortController();
+      const attempt = postWebhook(agent, webhook(url), { timeoutMs: 60_000, abort: stop.signal });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      stop.abort(new Error("shutting down"));
+      const result = await attempt;
+      expect(result).toMatchObject({ succeeded: false, responseStatus: null, error: "shutting down" });
+      expect(result.latencyMs).toBeLessThan(10_000);
+      expect(closed).toHaveLength(1);
+      await closed[0];
+      // An abort that already happened sends nothing at all.
+      const late = await postWebhook(agent, webhook(url), { timeoutMs: 60_000, abort: stop.signal });
+      expect(late).toMatchObject({ succeeded: false, error: "shutting down" });
+      expect(closed).toHaveLength(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it("fails a refused connection and an unsupported URL without throwing", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));

@@ -163,18 +163,6 @@ export async function postWebhook(
 ): Promise<AttemptResult> {
   const startedAt = Date.now();
   const started = performance.now();
-  // One controller and one timer per attempt: AbortSignal.timeout + AbortSignal.any cost a timer, listeners and
-  // weak references per attempt, visible in the dispatcher's profile under load.
-  const controller = new AbortController();
-  const timeout = { aborted: false };
-  const timer = setTimeout(() => {
-    timeout.aborted = true;
-    controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, "TimeoutError"));
-  }, timeoutMs);
-  const onStop = () => controller.abort(abort?.reason);
-  if (abort?.aborted) onStop();
-  else abort?.addEventListener("abort", onStop, { once: true });
-  const signal = controller.signal;
   const headers = webhookHeaders(webhook);
   const requestHeaders = requestHeadersForLog(headers, webhook.brand);
   const finish = (result: Omit<AttemptResult, "startedAt" | "latencyMs" | "requestHeaders">): AttemptResult => ({
@@ -183,9 +171,22 @@ export async function postWebhook(
     requestHeaders,
     ...result,
   });
+  const failed = (error: unknown, status: number | null, timedOut = false) =>
+    finish({ succeeded: false, responseStatus: status, error: describeError(error, timedOut, timeoutMs), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
+  if (abort?.aborted) return failed(abort.reason, null);
+  // The timeout and `abort` destroy the request themselves: an AbortSignal handed to core HTTP costs a controller,
+  // a stream listener and a signal listener per attempt, which showed in the dispatcher's profile under load.
+  const call = exchange(agent, webhook, headers);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    call.cancel(new DOMException(`timed out after ${timeoutMs} ms`, "TimeoutError"));
+  }, timeoutMs);
+  const onStop = () => call.cancel(abort?.reason);
+  abort?.addEventListener("abort", onStop, { once: true });
   let status: number | null = null;
   try {
-    const response = await exchange(agent, webhook, headers, signal).finally(() => {
+    const response = await call.response.finally(() => {
       clearTimeout(timer);
       abort?.removeEventListener("abort", onStop);
     });
@@ -200,22 +201,24 @@ export async function postWebhook(
       retryAfterMs: retryAfterMsOf(status, response.retryAfter),
     });
   } catch (error) {
-    return finish({ succeeded: false, responseStatus: status, error: describeError(error, timeout.aborted, timeoutMs), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
+    return failed(error, status, timedOut);
   }
+}
+
+/** An exchange in progress: its outcome, and a way to end it early (the request is destroyed with `reason`). */
+interface Exchange {
+  response: Promise<{ status: number; excerpt: string | null; headers: Record<string, string>; retryAfter: string | undefined }>;
+  cancel(reason: unknown): void;
 }
 
 /**
  * One request over core HTTP: resolves with the status and the first bytes of the body once the body ended, its
  * excerpt is full, or it broke after the status arrived (the status counts, the excerpt is what came); rejects when
- * no status arrived. Every path destroys what it leaves unread.
+ * no status arrived. Every path destroys what it leaves unread; `cancel` destroys the request (and its socket).
  */
-function exchange(
-  agent: WebhookAgent,
-  webhook: WebhookRequest,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<{ status: number; excerpt: string | null; headers: Record<string, string>; retryAfter: string | undefined }> {
-  return new Promise((resolve, reject) => {
+function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<string, string>): Exchange {
+  let request: http.ClientRequest | undefined;
+  const response: Exchange["response"] = new Promise((resolve, reject) => {
     let target: URL;
     try {
       target = new URL(webhook.url);
@@ -232,32 +235,28 @@ function exchange(
       reject(new BlockedAddressError(host));
       return;
     }
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
     const body = Buffer.from(webhook.body, "utf8");
     const client = target.protocol === "https:" ? https : http;
-    const request = client.request(target, {
+    const sent = client.request(target, {
       method: "POST",
       agent: target.protocol === "https:" ? agent.https : agent.http,
       headers: { ...headers, "content-length": String(body.length) },
       maxHeaderSize: RESPONSE_HEADER_MAX_BYTES,
       insecureHTTPParser: false,
-      signal,
     });
+    request = sent;
     let connectTimer: NodeJS.Timeout | undefined;
-    request.on("socket", (socket: Socket) => {
+    sent.on("socket", (socket: Socket) => {
       if (!socket.connecting) return;
       connectTimer = setTimeout(
-        () => request.destroy(new AttemptError("CONNECT_TIMEOUT", `connecting took over ${agent.connectTimeoutMs} ms`)),
+        () => sent.destroy(new AttemptError("CONNECT_TIMEOUT", `connecting took over ${agent.connectTimeoutMs} ms`)),
         agent.connectTimeoutMs,
       );
       socket.once("connect", () => clearTimeout(connectTimer));
     });
-    request.on("close", () => clearTimeout(connectTimer));
-    request.on("error", reject);
-    request.on("response", (response) => {
+    sent.on("close", () => clearTimeout(connectTimer));
+    sent.on("error", reject);
+    sent.on("response", (response) => {
       const status = response.statusCode ?? 0;
       const chunks: Buffer[] = [];
       let size = 0;
@@ -282,8 +281,9 @@ function exchange(
       response.on("error", settle);
       response.on("close", settle);
     });
-    request.end(body);
+    sent.end(body);
   });
+  return { response, cancel: (reason) => request?.destroy(reason instanceof Error ? reason : new AttemptError("ABORTED", String(reason))) };
 }
 
 function describeError(error: unknown, timedOut: boolean, timeoutMs: number): string {
