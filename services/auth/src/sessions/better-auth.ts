@@ -9,6 +9,7 @@ import { betterAuthSecretOf, type AuthConfig } from "../config.js";
 import type { AuthResources } from "../auth-resources.js";
 import { AUTH_SCHEMA } from "../database.js";
 import { OrgCreation } from "../orgs/create-org.js";
+import { betterAuthLog } from "./better-auth-log.js";
 import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
@@ -99,7 +100,7 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
         },
       },
     },
-    logger: { disabled: config.MODE === "test" },
+    logger: { disabled: config.MODE === "test", log: betterAuthLog(logger) },
     plugins: [
       organization({
         // Owners and admins invite, change roles and remove members; members only see the list (the plugin's
