@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (on Node 24: scripts/bench.mjs) `[-- --quick] [-- --only <id,...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
+ * `npm run bench` (on Node 24: scripts/bench.mjs) `[-- --quick] [-- --only <id[:service],...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
  * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
  */
 import { execFile } from "node:child_process";
@@ -32,7 +32,10 @@ import type { BenchmarkResult } from "./result.js";
 const repoRoot = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" }, runtime: { type: "string", default: "bundle" } } });
 // --only webhooks,queued-to-running: runs just those benchmarks (while working on one path); the report says so.
-const only = args.only ? new Set(args.only.split(",")) : undefined;
+// `capped-replicas:gateway` (or `:webhook-dispatcher`, `:worker`) runs that benchmark for the named services' curves only.
+const onlyIds = args.only ? args.only.split(",") : undefined;
+const only = onlyIds ? new Set(onlyIds.map((id) => id.split(":")[0]!)) : undefined;
+const cappedServices = onlyIds?.filter((id) => id.startsWith("capped-replicas:")).map((id) => id.slice("capped-replicas:".length));
 const sizes = benchSizes(args.quick ?? false);
 const outDir = resolve(args.out ?? join(repoRoot, "docs"));
 const startedAt = Date.now();
@@ -100,7 +103,7 @@ async function main(): Promise<number> {
     await run("webhook-peers", () => benchWebhookPeers(ctx));
     await run("batch-end-to-end", () => benchBatchEndToEnd(ctx));
     // Stops and restarts the system's dispatcher and worker: after the benchmarks that use them as started.
-    await run("capped-replicas", () => benchCappedReplicas(ctx));
+    await run("capped-replicas", () => benchCappedReplicas(ctx, cappedServices?.length ? cappedServices : undefined));
     // Before job-acceptance, whose waiting jobs would share the worker with the measured ones.
     await run("job-overhead", () => benchJobOverhead(ctx));
     await run("upload-throughput", () => benchUploadThroughput(ctx));

@@ -76,7 +76,13 @@ function replicasCpuMs(replicas: Array<{ replica: Replica }>): number {
  * service is stopped meanwhile (the gateway's is left idle: the load goes to the replicas). Reports the rate at each N
  * and N's rate over 1's.
  */
-export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkResult[]> {
+/** The services whose curves this benchmark draws, in its order; `--only capped-replicas:<service>` picks some. */
+export const CAPPED_SERVICES = ["webhook-dispatcher", "worker", "gateway"] as const;
+
+export async function benchCappedReplicas(ctx: BenchContext, services: readonly string[] = CAPPED_SERVICES): Promise<BenchmarkResult[]> {
+  const unknown = services.filter((service) => !(CAPPED_SERVICES as readonly string[]).includes(service));
+  if (unknown.length > 0) throw new Error(`capped-replicas: no curve for ${unknown.join(", ")} (one of ${CAPPED_SERVICES.join(", ")})`);
+  const wanted = (service: (typeof CAPPED_SERVICES)[number]) => services.includes(service);
   const unavailable = cpuCapUnavailable();
   if (unavailable !== undefined) {
     ctx.log(`  skipped: ${unavailable}`);
@@ -96,12 +102,12 @@ export async function benchCappedReplicas(ctx: BenchContext): Promise<BenchmarkR
   removeStaleCpuCaps();
   const rounds = ctx.sizes.quick ? 1 : 3;
   const curves: Array<{ service: string; unit: string; cores: number; points: Point[] }> = [];
-  curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, rounds) });
+  if (wanted("webhook-dispatcher")) curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, rounds) });
   // A quick run (the one `npm test` makes) checks the machinery on the dispatcher alone: each capped worker or
   // gateway replica takes tens of seconds to start on a loaded machine.
   if (!ctx.sizes.quick) {
-    curves.push({ service: "worker", unit: "jobs/s", cores: CAPS.worker, points: await workerCurve(ctx, Math.min(rounds, 2)) });
-    curves.push({ service: "gateway", unit: "req/s", cores: CAPS.gateway, points: await gatewayCurve(ctx, rounds) });
+    if (wanted("worker")) curves.push({ service: "worker", unit: "jobs/s", cores: CAPS.worker, points: await workerCurve(ctx, Math.min(rounds, 2)) });
+    if (wanted("gateway")) curves.push({ service: "gateway", unit: "req/s", cores: CAPS.gateway, points: await gatewayCurve(ctx, rounds) });
   }
 
   const rows = curves.flatMap(({ service, unit, cores, points }) =>
