@@ -19,7 +19,15 @@ describe("Better Auth's log lines", () => {
     const { logger, lines } = capturedLogger();
     betterAuthLog(logger)("warn", "Rate limit storage unavailable", { attempt: 2 });
     await new Promise((resolve) => setImmediate(resolve));
-    expect(lines).toEqual([expect.objectContaining({ level: 40, msg: "Rate limit storage unavailable", component: "better-auth", details: [{ attempt: 2 }] })]);
+    expect(lines).toEqual([expect.objectContaining({ level: 40, msg: "Rate limit storage unavailable", component: "better-auth", details: { attempt: 2 } })]);
+  });
+
+  it("keep an error's message and stack, and redact secrets in the objects it passes", async () => {
+    const { logger, lines } = capturedLogger();
+    betterAuthLog(logger)("error", "Failed to create verification", new Error("duplicate key"), { token: "tok_secret", cookie: "rb_session=abc" });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines[0]).toMatchObject({ err: { message: "duplicate key", stack: expect.stringContaining("Error: duplicate key") }, details: { token: "[redacted]", cookie: "[redacted]" } });
+    expect(JSON.stringify(lines)).not.toMatch(/tok_secret|rb_session=abc/);
   });
 
   it("drop only its false schema warning about the bigint columns it creates itself", async () => {

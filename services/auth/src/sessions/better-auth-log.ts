@@ -17,8 +17,18 @@ const FALSE_TYPE_WARNING = /^Field \w+ in table \w+ has a different type in the 
 export function betterAuthLog(logger: Logger | undefined): (level: BetterAuthLevel, message: string, ...args: unknown[]) => void {
   return (level, message, ...args) => {
     if (FALSE_TYPE_WARNING.test(message)) return;
-    const details = args.length > 0 ? { details: args } : {};
-    if (logger) logger[level]({ component: "better-auth", ...details }, message);
+    if (logger) logger[level]({ component: "better-auth", ...fieldsOf(args) }, message);
     else if (level === "warn" || level === "error") console.error(`[better-auth] ${level}: ${message}`);
   };
+}
+
+/**
+ * Its extra arguments as log fields: an Error as `err` (pino's serializer keeps its message and stack, which an Error
+ * inside an array loses), plain objects merged under `details`, one level down, where the logger's redaction of
+ * tokens, cookies and secrets (`*.token`, ...) still reaches them; anything else is left out.
+ */
+function fieldsOf(args: unknown[]): { err?: Error; details?: Record<string, unknown> } {
+  const err = args.find((arg): arg is Error => arg instanceof Error);
+  const objects = args.filter((arg): arg is Record<string, unknown> => arg !== err && typeof arg === "object" && arg !== null && !Array.isArray(arg));
+  return { ...(err ? { err } : {}), ...(objects.length > 0 ? { details: Object.assign({}, ...objects) as Record<string, unknown> } : {}) };
 }
