@@ -37,9 +37,11 @@ const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
  */
 const WARM_TOLERANCE = 0.1;
 const WARM_MIN_MS = 20_000;
-/** A gateway replica at 0.15 core is still speeding up after 30 s of load (its 4-replica rounds rose 2,533 -> 3,332 req/s). */
-const GATEWAY_WARM_MIN_MS = 45_000;
+/** Gateways warm up uncapped first (see gatewayCurve), for at least this long. */
+const GATEWAY_WARM_MIN_MS = 30_000;
 const WARM_MAX_MS = 90_000;
+/** The gateway's points take turns (see gatewayCurve), so more rounds cost no extra warm-up: 5 per point. */
+const GATEWAY_ROUNDS = 5;
 
 async function warmUntilSteady(ctx: BenchContext, label: string, round: () => Promise<number>, minMs = WARM_MIN_MS): Promise<void> {
   const started = Date.now();
@@ -107,7 +109,7 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
   // gateway replica takes tens of seconds to start on a loaded machine.
   if (!ctx.sizes.quick) {
     if (wanted("worker")) curves.push({ service: "worker", unit: "jobs/s", cores: CAPS.worker, points: await workerCurve(ctx, Math.min(rounds, 2)) });
-    if (wanted("gateway")) curves.push({ service: "gateway", unit: "req/s", cores: CAPS.gateway, points: await gatewayCurve(ctx, rounds) });
+    if (wanted("gateway")) curves.push({ service: "gateway", unit: "req/s", cores: CAPS.gateway, points: await gatewayCurve(ctx, GATEWAY_ROUNDS) });
   }
 
   const rows = curves.flatMap(({ service, unit, cores, points }) =>
@@ -131,7 +133,8 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
         "Each replica is its own process in its own cgroup v1 group (cpu.cfs_quota_us / cpu.cfs_period_us = the cap); the system's own process of that service is stopped while its curve runs (the gateway's stays up, idle).",
         `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhook.length} starter orgs (as benchmark 4), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
         "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
-        `${rounds} round(s) per point (the worker's: at most 2); the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
+        `${rounds} round(s) per point (the worker's: at most 2; the gateway's: ${GATEWAY_ROUNDS}); the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
+        "Gateway: every replica starts and warms up first, then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another.",
       ],
       data: { caps: CAPS, curves },
     },
@@ -150,15 +153,22 @@ process.once("exit", () => {
   }
 });
 
-/** Starts `count` capped replicas of `service` beside the ones in `replicas`, each in its own group. */
-async function growTo(ctx: BenchContext, service: ServiceName, cores: number, replicas: Array<{ replica: Replica; cap: CpuCap }>, count: number, extraEnv: Record<string, string> = {}): Promise<void> {
+/**
+ * Starts `count` replicas of `service` beside the ones in `replicas`, each with its own group; in it at once unless
+ * `capLater` (the caller then moves them in with capAll).
+ */
+async function growTo(ctx: BenchContext, service: ServiceName, cores: number, replicas: Array<{ replica: Replica; cap: CpuCap }>, count: number, extraEnv: Record<string, string> = {}, { capLater = false } = {}): Promise<void> {
   while (replicas.length < count) {
     const replica = await startReplica(service, ctx.env.system.env, { extraEnv });
     const cap = createCpuCap(`${service}-${replicas.length}`, cores);
-    cap.add(replica.child.pid!);
+    if (!capLater) cap.add(replica.child.pid!);
     replicas.push({ replica, cap });
     alive.add(replicas.at(-1)!);
   }
+}
+
+function capAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): void {
+  for (const { replica, cap } of replicas) cap.add(replica.child.pid!);
 }
 
 async function stopAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): Promise<void> {
@@ -281,7 +291,19 @@ async function transcodeRound(ctx: BenchContext, source: string, jobs: number): 
   return Math.max(...times.map((t) => t.completedAt)) - Math.min(...times.map((t) => t.startedAt));
 }
 
-/** The gateway's curve: N capped gateways beside the system's (idle) one, each under its own load generator. */
+/**
+ * The gateway's curve: N capped gateways beside the system's (idle) one, each under its own load generator.
+ *
+ * All replicas start and warm up together, and the points then take turns round by round (1, 2, 4, then 4, 2, 1,
+ * ...), each round loading N replicas of a rotating order. They warm up uncapped, then again under their caps: a
+ * gateway that compiles its hot paths at 0.15 core (V8's compiler threads are in its group too) was still getting
+ * faster after three minutes of load (its 1-replica rounds 373 -> 822 req/s at 0.28 ms of CPU per request, against
+ * 0.14-0.17 ms warm), which measures its JIT, not its design; a production replica warms at full speed. Measured one point after the other, the same
+ * code gave 1.5x, 1.77x and 2.16x at 2 replicas in three runs of one evening: a point measured a minute later than
+ * another met a different machine (the load generators, Redis and the jobs service share the two cores with the
+ * replicas) and a replica started later was less warm. Taking turns gives every point the same machine and the same
+ * warm replicas, as the peers' benchmark does for its senders.
+ */
 async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
   const auth = { authorization: `Bearer ${ctx.orgs.main.key}` };
   const job = await fetch(`${ctx.gatewayUrl}/jobs`, {
@@ -292,29 +314,36 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
   const seconds = ctx.sizes.quick ? 2 : 4;
   // Per replica: enough connections to keep one capped gateway busy.
   const connections = 16;
+  const counts = ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS;
   const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
-  const points: Point[] = [];
-  ctx.log(`  gateway: replicas at ${CAPS.gateway} core each, GET /jobs/{id}, ${connections} connections per replica, ${rounds} round(s) of ${seconds} s`);
+  ctx.log(`  gateway: replicas at ${CAPS.gateway} core each, GET /jobs/{id}, ${connections} connections per replica, ${rounds} round(s) of ${seconds} s per point, points taking turns`);
   try {
-    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
-      await growTo(ctx, "gateway", CAPS.gateway, replicas, count);
-      const load = (durationSeconds: number) =>
-        Promise.all(replicas.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
-      await warmUntilSteady(ctx, `${count} capped gateway(s)`, async () => (await load(2)).reduce((sum, result) => sum + result.perSecond, 0), GATEWAY_WARM_MIN_MS);
-      const rates: number[] = [];
-      let cpuMs = 0;
-      let requests = 0;
-      for (let round = 0; round < rounds; round += 1) {
-        const before = replicasCpuMs(replicas);
-        const results = await load(seconds);
-        cpuMs += replicasCpuMs(replicas) - before;
-        requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
+    await growTo(ctx, "gateway", CAPS.gateway, replicas, Math.max(...counts), {}, { capLater: true });
+    const load = (loaded: Array<{ replica: Replica }>, durationSeconds: number) =>
+      Promise.all(loaded.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
+    const warmRound = async () => (await load(replicas, 2)).reduce((sum, result) => sum + result.perSecond, 0);
+    await warmUntilSteady(ctx, `${replicas.length} uncapped gateways`, warmRound, GATEWAY_WARM_MIN_MS);
+    capAll(replicas);
+    await warmUntilSteady(ctx, `${replicas.length} capped gateways`, warmRound);
+    const measured = new Map(counts.map((count) => [count, { rates: [] as number[], cpuMs: 0, requests: 0 }]));
+    for (let round = 0; round < rounds; round += 1) {
+      for (const count of round % 2 === 0 ? counts : [...counts].reverse()) {
+        // A rotating choice of replicas: the 1-replica point is not always the same process.
+        const loaded = Array.from({ length: count }, (_, i) => replicas[(round + i) % replicas.length]!);
+        const before = replicasCpuMs(loaded);
+        const results = await load(loaded, seconds);
+        const point = measured.get(count)!;
+        point.cpuMs += replicasCpuMs(loaded) - before;
+        point.requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
         const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
         const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
         if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
-        rates.push(merged);
-        ctx.log(`    ${count} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
+        point.rates.push(merged);
+        ctx.log(`    round ${round + 1}, ${count} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
       }
+    }
+    return counts.map((count) => {
+      const { rates, cpuMs, requests } = measured.get(count)!;
       const point: Point = {
         replicas: count,
         perSecond: rates.reduce((sum, rate) => sum + rate, 0) / rates.length,
@@ -323,10 +352,9 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
         capUsed: round2(cpuMs / (rounds * seconds * 1000 * CAPS.gateway * count)),
       };
       ctx.log(`    ${count} capped gateway(s): ${point.cpuMsPerUnit} ms CPU/request in the replicas, ${Math.round(point.capUsed! * 100)}% of their cap used`);
-      points.push(point);
-    }
+      return point;
+    });
   } finally {
     await stopAll(replicas);
   }
-  return points;
 }
