@@ -77,6 +77,12 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   /** How long a resolved API key stays cached; revocations also drop entries at once through NATS. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000),
   /**
+   * How long a cached API key is served before its Redis marks (revoked, org changed) are read again; a key revoked on
+   * another replica whose NATS message this one missed is refused within this time. At most 1,000 (SPEC: a revoked
+   * key is refused by every replica within 1 s); 0 reads the marks on every request.
+   */
+  AUTH_MARKS_RECHECK_MS: z.coerce.number().int().min(0).max(1_000).default(250),
+  /**
    * How long a finished job's view is served from this replica's memory (GET /jobs/{id}); bounds how stale its
    * webhook delivery log can be. 0 turns the cache off. Unfinished jobs are never cached.
    */

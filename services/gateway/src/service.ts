@@ -41,7 +41,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   const redisPrefix = config.NATS_NAMESPACE ? `rb:${config.NATS_NAMESPACE}` : "rb";
   // A revocation mark outlives any cache entry that could still hold the key.
   const marks = new CredentialMarks(redis, { prefix: `${redisPrefix}:auth`, revokedTtlMs: Math.max(60_000, 2 * config.AUTH_CACHE_TTL_MS) });
-  const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks });
+  const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks, marksRecheckMs: config.AUTH_MARKS_RECHECK_MS });
 
   // Revocations and org changes (plan, members, roles) drop cached credentials at once, and are marked in Redis so
   // a replica that missed the message refuses or re-resolves the key on its next request (CredentialMarks).

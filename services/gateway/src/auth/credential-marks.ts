@@ -19,8 +19,8 @@ const ORG_EPOCH_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Revocations and membership changes in Redis, shared by every gateway replica, so a replica that missed the NATS
- * message still refuses a revoked key on its very next request (finding 14). A cache hit reads both marks of its
- * entry in one round trip: a revoked key is refused; an org epoch different from the one the entry was resolved
+ * message still refuses a revoked key within AUTH_MARKS_RECHECK_MS (finding 14). A cache hit whose marks were
+ * last read longer ago than that reads both marks of its entry in one round trip: a revoked key is refused; an org epoch different from the one the entry was resolved
  * under makes the entry resolve again through the auth service (a demoted or removed creator, a changed plan).
  */
 export class CredentialMarks {

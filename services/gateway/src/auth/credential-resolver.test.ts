@@ -3,7 +3,7 @@ import { AppError, unauthorized } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { PromiseClient } from "@renderbus/rpc";
 import { outcomeOf } from "@renderbus/testing";
-import { CredentialResolver, keyHashOf } from "./credential-resolver.js";
+import { CredentialResolver, DEFAULT_MARKS_RECHECK_MS, keyHashOf } from "./credential-resolver.js";
 import type { CredentialMarks, CredentialMarkState } from "./credential-marks.js";
 
 const keyOf = (index: number) => `rb_${String(index).padStart(43, "k")}`;
@@ -103,24 +103,64 @@ describe("CredentialResolver", () => {
   });
 
   it("refuses a cached key once it is marked revoked (another replica revoked it) and asks nobody", async () => {
+    let now = 1_000_000;
     const marks = memoryMarks();
     const { client, calls } = fakeAuth(new Map([[keyOf(1), "org_1"]]));
-    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks });
+    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks, now: () => now });
     const context = await resolver.resolveApiKey(keyOf(1));
     await marks.markRevoked(context.apiKeyId!);
+    now += DEFAULT_MARKS_RECHECK_MS;
     expect(await outcomeOf(resolver.resolveApiKey(keyOf(1)))).toBe("UNAUTHORIZED");
     expect(calls).toHaveLength(1);
   });
 
+  it("reads a cached key's marks at most once per recheck interval, one read for concurrent requests", async () => {
+    let now = 1_000_000;
+    const marks = memoryMarks();
+    let reads = 0;
+    const read = marks.read.bind(marks);
+    marks.read = async (...args) => {
+      reads += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return read(...args);
+    };
+    const { client } = fakeAuth(new Map([[keyOf(1), "org_1"]]));
+    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks, marksRecheckMs: 250, now: () => now });
+    const context = await resolver.resolveApiKey(keyOf(1));
+    for (let request = 0; request < 10; request += 1) await resolver.resolveApiKey(keyOf(1));
+    expect(reads).toBe(0);
+    now += 250;
+    await Promise.all(Array.from({ length: 10 }, () => resolver.resolveApiKey(keyOf(1))));
+    expect(reads).toBe(1);
+    // Revoked on another replica: still served until the interval since the last read is over, then refused.
+    await marks.markRevoked(context.apiKeyId!);
+    now += 249;
+    expect(await outcomeOf(resolver.resolveApiKey(keyOf(1)))).toBe("ok");
+    now += 1;
+    expect(await outcomeOf(resolver.resolveApiKey(keyOf(1)))).toBe("UNAUTHORIZED");
+    expect(reads).toBe(2);
+  });
+
+  it("reads the marks on every request with a recheck interval of 0", async () => {
+    const marks = memoryMarks();
+    const { client } = fakeAuth(new Map([[keyOf(1), "org_1"]]));
+    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks, marksRecheckMs: 0 });
+    const context = await resolver.resolveApiKey(keyOf(1));
+    await marks.markRevoked(context.apiKeyId!);
+    expect(await outcomeOf(resolver.resolveApiKey(keyOf(1)))).toBe("UNAUTHORIZED");
+  });
+
   it("resolves a cached key again once its org changed (a demoted or removed creator, a new plan)", async () => {
+    let now = 1_000_000;
     const marks = memoryMarks();
     const known = new Map([[keyOf(1), "org_1"]]);
     const { client, calls } = fakeAuth(known);
-    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks });
+    const resolver = new CredentialResolver({ auth: client, ttlMs: 60_000, marks, now: () => now });
     await resolver.resolveApiKey(keyOf(1));
     await resolver.resolveApiKey(keyOf(1));
     expect(calls).toHaveLength(1);
     await marks.bumpOrg("org_1");
+    now += DEFAULT_MARKS_RECHECK_MS;
     known.delete(keyOf(1)); // the creator was removed
     expect(await outcomeOf(resolver.resolveApiKey(keyOf(1)))).toBe("UNAUTHORIZED");
     expect(calls).toHaveLength(2);

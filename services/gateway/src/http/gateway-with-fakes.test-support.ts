@@ -15,7 +15,7 @@ import { gatewayConfigSchema, type GatewayConfig } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
 import { CredentialMarks } from "../auth/credential-marks.js";
 import { CredentialResolver } from "../auth/credential-resolver.js";
-import { RateLimiter, type RateLimitDecision } from "../auth/rate-limiter.js";
+import { RateLimiter } from "../auth/rate-limiter.js";
 import { TerminalJobCache } from "../jobs-cache/terminal-job-cache.js";
 import { JobEventHub } from "../sse/job-event-hub.js";
 import type { Bus } from "@renderbus/bus";
@@ -34,12 +34,10 @@ export interface FakeServices {
  * One minute windows would reset under a test that straddles a minute boundary: the test's limiter counts every
  * request in the window of the moment it was built (Redis still expires the counters a minute after first use).
  */
-class OneWindowRateLimiter extends RateLimiter {
-  private readonly frozenNow = Date.now();
-  override hit(subject: string, limit: number): Promise<RateLimitDecision> {
-    return super.hit(subject, limit, this.frozenNow);
-  }
-}
+const oneWindowRateLimiter = (redis: Redis, prefix: string): RateLimiter => {
+  const frozenNow = Date.now();
+  return new RateLimiter(redis, 60_000, prefix, () => frozenNow);
+};
 
 export interface GatewayWithFakes {
   app: FastifyInstance;
@@ -77,8 +75,8 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     webhooks: clientOf<webhooks.WebhooksClient>("webhooks", services.webhooks),
     bus,
     redis,
-    credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
-    rateLimiter: new OneWindowRateLimiter(redis, 60_000, `${prefix}:rl`),
+    credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS }),
+    rateLimiter: oneWindowRateLimiter(redis, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
     uploads: createUploadStore(uploadConfig, { localDir: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
     jobEvents: new JobEventHub(bus as unknown as Bus),
@@ -90,7 +88,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
   return {
     app,
     deps,
-    otherReplica: () => new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions) }),
+    otherReplica: () => new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS }),
     close: async () => {
       await app.close();
       redis.disconnect();
