@@ -44,7 +44,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
   const credentials = new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks, marksRecheckMs: config.AUTH_MARKS_RECHECK_MS });
 
   // Revocations and org changes (plan, members, roles) drop cached credentials at once, and are marked in Redis so
-  // a replica that missed the message refuses or re-resolves the key on its next request (CredentialMarks).
+  // a replica that missed the message refuses or re-resolves the key within AUTH_MARKS_RECHECK_MS (CredentialMarks).
   const marked = (what: string) => (error: unknown) => logger.warn({ err: error }, `could not mark ${what} in redis`);
   const stopRevoked = bus.listen<{ apiKeyId?: string; keyHash?: string }>("auth.events.api_key.revoked", (event) => void credentials.revokeApiKey(event).catch(marked("a revoked key")));
   const stopGatewayRevoked = bus.listen<{ apiKeyId?: string }>("gateway.notify.api_key.revoked", (event) => credentials.forgetApiKey(event));

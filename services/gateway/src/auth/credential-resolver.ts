@@ -172,8 +172,8 @@ export class CredentialResolver {
   }
 
   /**
-   * A key was revoked: drop it here and mark it in Redis so every replica refuses it on its next request, whether
-   * or not the NATS message reaches it. Resolves once the mark is stored.
+   * A key was revoked: drop it here and mark it in Redis so every replica refuses it within its marks' recheck
+   * interval, whether or not the NATS message reaches it. Resolves once the mark is stored.
    */
   async revokeApiKey(event: { apiKeyId?: string | undefined; keyHash?: string | undefined }): Promise<void> {
     this.forgetApiKey(event);
