@@ -6,7 +6,7 @@
  * in the checkout. Root only (it creates and switches users' files); about 2.5 minutes.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,7 +82,24 @@ async function terminalEnv(): Promise<NodeJS.ProcessEnv> {
 async function pressCtrlC(pids: number[]): Promise<void> {
   const group = npmStart!.pid!;
   process.kill(-group, "SIGINT");
-  await waitFor(() => (!groupAlive(group) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+  try {
+    await waitFor(() => (!groupAlive(group) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+  } catch (error) {
+    // Which ones are left, and in what state (a zombie is dead but unreaped), with what npm start printed last.
+    const left = [group, ...pids].filter((pid) => isProcessAlive(pid)).map((pid) => `${pid} ${processSummary(pid)}`);
+    throw new Error(`${(error as Error).message}; still there: ${left.join("; ") || "none of the pids (the group)"}\nnpm start printed last:\n${output.slice(-3000)}`);
+  }
+}
+
+/** A process's state letter and command line, from /proc. */
+function processSummary(pid: number): string {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[0];
+    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").slice(0, 200);
+    return `[${state}] ${command}`;
+  } catch {
+    return "(gone)";
+  }
 }
 
 function groupAlive(pid: number): boolean {
