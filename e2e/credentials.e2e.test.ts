@@ -131,7 +131,7 @@ describe("credentials under attack: revocation on every replica, keys bound to m
   });
 
   describe("a replica cut off from NATS", () => {
-    it("answers 401 on both replicas within 1 s after a revocation returns, though one of them missed the message", async () => {
+    it("answers 401 on both replicas on the very next request once a revocation returns, though one of them missed the message", async () => {
       const { key: adminKey } = await createOrg(system.env, "pro", "Revoked");
       const created = await api(system.gatewayUrl, adminKey)("POST", "/api-keys", { name: "to revoke" });
       expect(created.status).toBe(201);
@@ -141,24 +141,14 @@ describe("credentials under attack: revocation on every replica, keys bound to m
 
       proxy.cut();
       await waitFor(() => proxy.connections() === 0, { timeoutMs: 5_000, what: "the isolated replica to lose NATS" });
-      // Used again just before the revocation: the isolated replica has just read the key's marks, and may serve it
-      // from memory for AUTH_MARKS_RECHECK_MS (250 ms) more.
+      // Used again just before the revocation: the isolated replica has just read the key's marks and would serve it
+      // from memory for AUTH_MARKS_RECHECK_MS (250 ms) more; the revocation answers only after that long.
       expect((await api(isolated.url, key)("GET", "/me")).status).toBe(200);
       const revoked = await api(system.gatewayUrl, adminKey)("DELETE", `/api-keys/${created.body.data.id}`);
       expect(revoked.status).toBe(200);
-      const returnedAt = Date.now();
       expect(proxy.connections()).toBe(0); // it really could not have heard of it
 
-      // The key in use all along, as a client would: every replica must refuse it within 1 s (SPEC section 10).
-      const refusedOn = async (base: string) => {
-        for (;;) {
-          const response = await api(base, key)("GET", "/me");
-          if (response.status !== 200 || Date.now() - returnedAt > 2_000) return response;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      };
-      const [onSystem, onIsolated] = await Promise.all([refusedOn(system.gatewayUrl), refusedOn(isolated.url)]);
-      expect(Date.now() - returnedAt).toBeLessThan(1_000);
+      const [onSystem, onIsolated] = await Promise.all([api(system.gatewayUrl, key)("GET", "/me"), api(isolated.url, key)("GET", "/me")]);
       expect(onSystem.status).toBe(401);
       expect(onIsolated.status).toBe(401);
       expect(onIsolated.body).toEqual({ error: { code: "UNAUTHORIZED", message: "Authentication is invalid or expired" } });

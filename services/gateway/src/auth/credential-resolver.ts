@@ -181,6 +181,19 @@ export class CredentialResolver {
     if (event.apiKeyId) await this.options.marks?.markRevoked(event.apiKeyId);
   }
 
+  /**
+   * Resolves once every replica's next request with a key revoked before this call reads its marks: a replica serves
+   * a cached key from memory for at most `marksRecheckMs` after a read that started before the mark was stored, so
+   * answering a revocation after that long keeps "the next request gets 401 on every gateway" true, even on a
+   * replica that missed the NATS message (replicas share the setting; operations.md). Costs the revoking call
+   * `AUTH_MARKS_RECHECK_MS`; revocations are rare.
+   */
+  async outlastMarksRecheck(): Promise<void> {
+    const recheckMs = this.options.marks ? (this.options.marksRecheckMs ?? DEFAULT_MARKS_RECHECK_MS) : 0;
+    // +1: Date.now() counts whole milliseconds, so "more than recheckMs since the read" needs one more.
+    if (recheckMs > 0) await new Promise((resolve) => setTimeout(resolve, recheckMs + 1));
+  }
+
   /** Drops every cached key of an org (its plan changed). */
   forgetOrg(orgId: string): void {
     for (const [hash, entry] of this.byHash.entries()) if (entry.context.orgId === orgId) this.byHash.delete(hash);

@@ -62,6 +62,8 @@ export const accountRoutes = [
       // Other gateway replicas drop the key before this response leaves (flush waits for the server to take it).
       deps.bus.notify("gateway.notify.api_key.revoked", { apiKeyId: key.id });
       await deps.bus.nc.flush();
+      // A replica that missed the message reads the mark on its next request once its last read is old enough.
+      await deps.credentials.outlastMarksRecheck();
       return { data: presentApiKey(key) };
     },
   }),
