@@ -24,6 +24,7 @@ describe("the common configuration block", () => {
       NATS_NAMESPACE: "",
       DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
       NATS_REPLICAS: 1,
+      SHUTDOWN_TIMEOUT_MS: 25_000,
       SERVICE_PORT: 1,
     });
   });
@@ -50,14 +51,15 @@ describe("the common configuration block", () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: "otel-collector:4318",
       DATABASE_URL: "mysql://db/x",
       NATS_REPLICAS: "7",
+      SHUTDOWN_TIMEOUT_MS: "10",
     });
     expect(problems.map((problem) => problem.variable).sort()).toEqual(
-      ["DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"].sort(),
+      ["DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "SHUTDOWN_TIMEOUT_MS"].sort(),
     );
     expect(problems.find((problem) => problem.variable === "NATS_NAMESPACE")?.message).toBe("must be letters, digits, _ or -");
   });
 
   it("leaves out the database and stream variables of a service that does not add them", () => {
-    expect(Object.keys(parseConfig(commonConfigSchema, {})).sort()).toEqual(["LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_URL"]);
+    expect(Object.keys(parseConfig(commonConfigSchema, {})).sort()).toEqual(["LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_URL", "SHUTDOWN_TIMEOUT_MS"]);
   });
 });

@@ -12,6 +12,12 @@ export const commonConfigSchema = z.object({
   NATS_URL: env.url(["nats", "tls"]).default("nats://127.0.0.1:4222"),
   /** Prefix of subjects and stream names; tests isolate themselves with it. Empty in production. */
   NATS_NAMESPACE: z.string().regex(/^[A-Za-z0-9_-]*$/, "must be letters, digits, _ or -").default(""),
+  /**
+   * How long a stop on SIGTERM/SIGINT may take before the process exits anyway, non-zero (run-service.ts). Under the
+   * 30 s an orchestrator (Kubernetes' terminationGracePeriodSeconds) waits before its SIGKILL, so the log says what
+   * hung. Exiting with work unfinished is safe: nothing unfinished was acked, and a crash loses nothing either.
+   */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(25_000),
   /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
   OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),
 });

@@ -1,7 +1,8 @@
 /**
  * A service started through runService that then fails in the way argv[2] names (run-service.test.ts runs it as
  * a child process): `throw` (uncaught exception inside a job's async context), `reject` (unhandled rejection),
- * `hang` (an uncaught exception whose cleanup never settles).
+ * `hang` (an uncaught exception whose cleanup never settles); `stop-hangs` instead gets SIGTERM and its stop never
+ * settles (SHUTDOWN_TIMEOUT_MS 300).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { runService } from "./run-service.js";
@@ -9,8 +10,8 @@ import { runService } from "./run-service.js";
 const jobs = new AsyncLocalStorage<{ jobId: string }>();
 const mode = process.argv[2];
 
-await runService("fixture", { LOG_LEVEL: "info" }, async () => ({
-  stop: async () => undefined,
+await runService("fixture", { LOG_LEVEL: "info", SHUTDOWN_TIMEOUT_MS: 300 }, async () => ({
+  stop: () => (mode === "stop-hangs" ? new Promise<void>(() => undefined) : Promise.resolve()),
   fatalContext: () => ({ jobId: jobs.getStore()?.jobId }),
   onFatal: (error) => {
     const jobId = jobs.getStore()?.jobId;
@@ -24,9 +25,15 @@ await runService("fixture", { LOG_LEVEL: "info" }, async () => ({
   },
 }), {});
 
-jobs.run({ jobId: "job_fixture" }, () => {
-  setTimeout(() => {
-    if (mode === "reject") void Promise.reject(new Error("rejected in a job"));
-    else throw new Error("thrown in a job");
-  }, 50);
-});
+if (mode === "stop-hangs") {
+  // Kept alive by the interval, as a service is by its connections.
+  setInterval(() => undefined, 1_000);
+  setTimeout(() => process.kill(process.pid, "SIGTERM"), 50);
+} else {
+  jobs.run({ jobId: "job_fixture" }, () => {
+    setTimeout(() => {
+      if (mode === "reject") void Promise.reject(new Error("rejected in a job"));
+      else throw new Error("thrown in a job");
+    }, 50);
+  });
+}

@@ -46,3 +46,14 @@ describe("runService: an uncaught error is fatal but reported first", () => {
     expect(elapsedMs).toBeLessThan(FATAL_CLEANUP_TIMEOUT_MS + 5000);
   }, 20_000);
 });
+
+describe("runService: a stop that never finishes", () => {
+  it("exits non-zero after SHUTDOWN_TIMEOUT_MS, saying so, instead of staying up forever", async () => {
+    const { code, stdout, elapsedMs } = await runFixture("stop-hangs");
+    expect(code).toBe(1);
+    const lines = stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(["shutting down", "shutdown did not finish in time (SHUTDOWN_TIMEOUT_MS); exiting"]));
+    expect(lines.find((line) => line.timeoutMs !== undefined)).toMatchObject({ timeoutMs: 300 });
+    expect(elapsedMs).toBeLessThan(15_000);
+  }, 20_000);
+});

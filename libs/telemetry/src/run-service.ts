@@ -7,6 +7,8 @@ import { startTracing } from "./tracing.js";
 interface ServiceConfig {
   LOG_LEVEL: string;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;
+  /** How long a stop on SIGTERM/SIGINT may take before the process exits anyway (default in common-config.ts). */
+  SHUTDOWN_TIMEOUT_MS: number;
 }
 
 /** What every service's start function receives. */
@@ -53,7 +55,7 @@ export const FATAL_EXIT_CODE = 70;
  * The body of every service's `main.ts`: starts tracing and logging, starts the service, serves Prometheus metrics
  * on `<SERVICE>_METRICS_PORT` or `METRICS_PORT` (when set and the service does not serve them itself), and on SIGTERM/SIGINT stops it once (the
  * service stops taking work, drains in-flight work and acks nothing unfinished), flushes traces and exits. A failed
- * shutdown exits non-zero so the orchestrator notices.
+ * shutdown, or one still running after SHUTDOWN_TIMEOUT_MS, exits non-zero so the orchestrator notices.
  *
  * An uncaught exception or unhandled rejection is fatal (the process state is unknown after one): it is logged at
  * `fatal` with the service's context (the job id if the service knows it), counted in `process_fatal_errors_total`,
@@ -115,6 +117,12 @@ export async function runService<C extends ServiceConfig>(
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    // A stop that waits on something gone (a broker or database stopped first) must not keep the process forever.
+    const timeoutMs = config.SHUTDOWN_TIMEOUT_MS;
+    setTimeout(() => {
+      logger.error({ timeoutMs }, "shutdown did not finish in time (SHUTDOWN_TIMEOUT_MS); exiting");
+      logger.flush(() => process.exit(1));
+    }, timeoutMs).unref();
     started
       .stop()
       .then(() => metricsServer?.close())
