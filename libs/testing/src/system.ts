@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { splitNatsUrl } from "../../bus/src/nats-credentials.js";
@@ -49,8 +49,8 @@ export const SERVICE_MAX_SEMI_SPACE_MB = 8;
 export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`, "--enable-source-maps"] as const;
 
 /**
- * The command that runs `service`. `nodeArgs` (e.g. --cpu-prof, which NODE_OPTIONS refuses) make node run the
- * service itself, with tsx as a loader for `source`, instead of tsx's launcher process.
+ * The command that runs `service`: node running the service itself, with tsx as a loader for `source`. `nodeArgs`
+ * (e.g. --cpu-prof, which NODE_OPTIONS refuses) go to that node.
  */
 export function serviceCommand(repoRoot: string, service: ServiceName, runtime: ServiceRuntime, nodeArgs?: string[]): { command: string; args: string[] } {
   if (runtime === "bundle") {
@@ -58,9 +58,10 @@ export function serviceCommand(repoRoot: string, service: ServiceName, runtime: 
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`node scripts/build-services.mjs\` first`);
     return { command: process.execPath, args: [...(nodeArgs ?? []), ...SERVICE_NODE_FLAGS, bundle] };
   }
+  // tsx as a loader in the service's own process, never tsx's launcher: that runs the service in a child and SIGKILLs
+  // it when it does not acknowledge a SIGTERM within about 60 ms, turning a graceful stop on a busy machine into a crash.
   const main = join(repoRoot, "services", service, "src", "main.ts");
-  if (nodeArgs) return { command: process.execPath, args: [...nodeArgs, "--import", "tsx", main] };
-  return { command: join(repoRoot, "node_modules", ".bin", "tsx"), args: [main] };
+  return { command: process.execPath, args: [...(nodeArgs ?? []), "--import", "tsx", main] };
 }
 
 export interface SystemOptions {
@@ -96,7 +97,7 @@ export interface RunningSystem {
   env: Record<string, string>;
   /** SIGKILL one service (a crash). */
   kill(service: ServiceName): Promise<void>;
-  /** The pid of the service's current process (tsx's launcher for the `source` runtime). */
+  /** The pid of the service's current process. */
   pid(service: ServiceName): number | undefined;
   start(service: ServiceName): Promise<void>;
   stop(): Promise<void>;
@@ -147,8 +148,6 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   /** Processes stop() or kill() ended: their exit is not reported to onExit. */
   const asked = new WeakSet<ChildProcess>();
   const runtime = options.runtime ?? defaultServiceRuntime();
-  // Only tsx puts a launcher between us and the service; a bundle's process is the service itself.
-  const kill = (child: ChildProcess, signal: NodeJS.Signals) => (runtime === "source" ? killTree(child, signal) : child.kill(signal));
 
   const start = async (service: ServiceName) => {
     const { command, args } = serviceCommand(options.repoRoot, service, runtime);
@@ -172,13 +171,12 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const child = children.get(service);
       if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
       asked.add(child);
-      const timer = setTimeout(() => kill(child, "SIGKILL"), signal === "SIGKILL" ? 0 : 10_000);
+      const timer = signal === "SIGKILL" ? undefined : setTimeout(() => child.kill("SIGKILL"), 10_000);
       child.once("exit", () => {
         clearTimeout(timer);
         resolve();
       });
-      if (signal === "SIGKILL") kill(child, signal);
-      else child.kill(signal);
+      child.kill(signal);
     });
 
   const extraGateways: ChildProcess[] = [];
@@ -210,7 +208,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     },
   };
   process.once("exit", () => {
-    for (const child of children.values()) kill(child, "SIGKILL");
+    for (const child of children.values()) child.kill("SIGKILL");
   });
   try {
     for (const service of SERVICES) await start(service);
@@ -230,27 +228,6 @@ function natsUserEnv(natsUrl: string, service: ServiceName): Record<string, stri
   const { url, credentials } = splitNatsUrl(natsUrl);
   if (!credentials) return {};
   return { NATS_URL: url, NATS_USER: service, NATS_PASSWORD: devNatsPassword(service) };
-}
-
-/**
- * SIGKILLs a service for real: `tsx` runs the service in a child node process and relays signals to it, but a
- * SIGKILL cannot be relayed, so killing only the wrapper would leave the service running (and still serving).
- */
-function killTree(child: ChildProcess, signal: NodeJS.Signals): void {
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    // not Linux, or already gone
-  }
-  for (const pid of children) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
-  }
-  child.kill(signal);
 }
 
 /** Waits until a service answers: gRPC health for the internal ones, /healthz for the gateway, /readyz for a worker with a metrics port. */
