@@ -3,13 +3,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { CONSUME_PULL_EXPIRES_MS, STREAMS } from "@renderbus/bus";
 import type { ServiceName } from "@renderbus/testing";
 import type { BenchContext } from "../context.js";
 import { processCpuMs } from "../cpu.js";
 import { cpuCapUnavailable, createCpuCap, removeStaleCpuCaps, type CpuCap } from "../cpu-cap.js";
-import { burstDeliveries, perSecond } from "../dispatcher-bursts.js";
+import { burstDeliveries, perSecond, type Burst } from "../dispatcher-bursts.js";
 import { mergeLoads } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
+import { quiesce } from "../quiesce.js";
 import { startReplica, type Replica } from "../replicas.js";
 import { atLeast, type BenchmarkResult } from "../result.js";
 import { round2 } from "../stats.js";
@@ -24,9 +26,11 @@ const TARGETS: Record<number, number> = { 2: 1.8, 4: 3.4 };
 /**
  * Share of one core per replica. Small enough that four replicas (plus their load) leave the rest of the system
  * (PostgreSQL, NATS, the jobs service, the receiver, the load generators) the other cores, so the curve measures the
- * service's design and not the machine.
+ * service's design and not the machine. The dispatcher's is 0.075: warm (see dispatcherCurve) a replica spends ~0.22 ms
+ * of CPU per delivery, so four at 0.15 core drove ~2,200 deliveries/s, for which the rest of the system needs most
+ * of the two cores (0.74 ms per delivery in all), and the 4-replica point spent 27% more CPU per delivery (2.88x).
  */
-const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
+const CAPS = { dispatcher: 0.075, worker: 0.25, gateway: 0.15 } as const;
 
 /**
  * A capped process warms up slowly (its JIT, caches and pools get a fraction of a core), so an earlier run's
@@ -37,11 +41,13 @@ const CAPS = { dispatcher: 0.15, worker: 0.25, gateway: 0.15 } as const;
  */
 const WARM_TOLERANCE = 0.1;
 const WARM_MIN_MS = 20_000;
-/** Gateways warm up uncapped first (see gatewayCurve), for at least this long. */
-const GATEWAY_WARM_MIN_MS = 30_000;
+/** Gateways and dispatchers warm up uncapped first (see gatewayCurve), for at least this long. */
+const UNCAPPED_WARM_MIN_MS = 30_000;
 const WARM_MAX_MS = 90_000;
 /** The gateway's points take turns (see gatewayCurve), so more rounds cost no extra warm-up: 5 per point. */
 const GATEWAY_ROUNDS = 5;
+/** The dispatcher's take turns too (see dispatcherCurve); an even count gives each point each place equally. */
+const DISPATCHER_ROUNDS = 4;
 
 async function warmUntilSteady(ctx: BenchContext, label: string, round: () => Promise<number>, minMs = WARM_MIN_MS): Promise<void> {
   const started = Date.now();
@@ -104,7 +110,7 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
   removeStaleCpuCaps();
   const rounds = ctx.sizes.quick ? 1 : 3;
   const curves: Array<{ service: string; unit: string; cores: number; points: Point[] }> = [];
-  if (wanted("webhook-dispatcher")) curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, rounds) });
+  if (wanted("webhook-dispatcher")) curves.push({ service: "webhook-dispatcher", unit: "deliveries/s", cores: CAPS.dispatcher, points: await dispatcherCurve(ctx, ctx.sizes.quick ? rounds : DISPATCHER_ROUNDS) });
   // A quick run (the one `npm test` makes) checks the machinery on the dispatcher alone: each capped worker or
   // gateway replica takes tens of seconds to start on a loaded machine.
   if (!ctx.sizes.quick) {
@@ -133,8 +139,8 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
         "Each replica is its own process in its own cgroup v1 group (cpu.cfs_quota_us / cpu.cfs_period_us = the cap); the system's own process of that service is stopped while its curve runs (the gateway's stays up, idle).",
         `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhook.length} starter orgs (as benchmark 4), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
         "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
-        `${rounds} round(s) per point (the worker's: at most 2; the gateway's: ${GATEWAY_ROUNDS}); the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
-        "Gateway: every replica starts and warms up first, then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another.",
+        `${ctx.sizes.quick ? rounds : DISPATCHER_ROUNDS} round(s) per point for the dispatcher, ${GATEWAY_ROUNDS} for the gateway, at most 2 for the worker; the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
+        "Dispatcher and gateway: every replica starts and warms up first (uncapped, then capped), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired.",
       ],
       data: { caps: CAPS, curves },
     },
@@ -179,37 +185,74 @@ async function stopAll(replicas: Array<{ replica: Replica; cap: CpuCap }>): Prom
   }
 }
 
-/** The dispatcher's curve: the system's dispatcher is stopped, N capped ones consume the job events. */
+/**
+ * How the dispatcher's and the gateway's points are measured: every replica warms up (uncapped first unless told
+ * otherwise, then under its cap), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round
+ * loading a rotating choice of N replicas (the 1-replica point is not always the same process); `measure` runs one
+ * round on the replicas it is given.
+ */
+async function takeTurns<R extends { replica: Replica; cap: CpuCap }>(
+  ctx: BenchContext,
+  what: string,
+  replicas: R[],
+  counts: number[],
+  rounds: number,
+  warmRound: () => Promise<number>,
+  { uncappedWarmUp }: { uncappedWarmUp: boolean },
+  measure: (loaded: R[], round: number) => Promise<void>,
+): Promise<void> {
+  if (uncappedWarmUp) await warmUntilSteady(ctx, `${replicas.length} uncapped ${what}`, warmRound, UNCAPPED_WARM_MIN_MS);
+  capAll(replicas);
+  await warmUntilSteady(ctx, `${replicas.length} capped ${what}`, warmRound);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const count of round % 2 === 0 ? counts : [...counts].reverse()) {
+      await measure(Array.from({ length: count }, (_, i) => replicas[(round + i) % replicas.length]!), round);
+    }
+  }
+}
+
+/**
+ * The dispatcher's curve: the system's dispatcher is stopped, N capped ones consume the job events.
+ *
+ * As the gateway's (see gatewayCurve): every replica starts and warms up, uncapped and then capped, and the points
+ * take turns round by round over a rotating choice of N replicas. The replicas share one durable consumer, so the
+ * ones a round does not load are paused (SIGSTOP) once the system is idle (nothing pending or unacked, outboxes
+ * empty: a paused replica holds no event, lease or slot), and the round starts only after their last pull requests
+ * expired on the server (CONSUME_PULL_EXPIRES_MS): a pull left open by a paused replica would take events it cannot
+ * send. Measured one point after the other instead, three full runs gave 1.61x to 2.52x at 2 replicas: the
+ * 1-replica point, measured first, met another machine than the 4-replica one and a replica started later was colder.
+ */
 async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
   const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
   // Events per round and replica: a few seconds of work, so that every point's rounds last about as long (a round
   // of N replicas over the 1-replica count was over in 2-3 s, and its ramp-up and tail moved its rate by +-20%).
   const eventsPerReplica = ctx.sizes.quick ? 400 : 2000;
+  const counts = ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS;
   const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
-  const points: Point[] = [];
-  ctx.log(`  webhook-dispatcher: replicas at ${CAPS.dispatcher} core each, ${rounds} round(s) of ${eventsPerReplica} events per replica per point`);
+  const paused = new Set<Replica>();
+  ctx.log(`  webhook-dispatcher: replicas at ${CAPS.dispatcher} core each, ${rounds} round(s) of ${eventsPerReplica} events per replica per point, points taking turns`);
   await ctx.env.system.kill("webhook-dispatcher");
   try {
-    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
-      await growTo(ctx, "webhook-dispatcher", CAPS.dispatcher, replicas, count);
-      const events = eventsPerReplica * count;
-      // Unmeasured: a new replica starts cold (JIT, target cache, connections).
-      await warmUntilSteady(ctx, `${count} capped dispatcher(s)`, async () => {
-        const burst = await burstDeliveries(ctx, orgIds, Math.round(events / 2), `${count} capped dispatcher(s), warm-up`);
-        return perSecond(burst.events, burst.spanMs);
-      });
-      const bursts = [];
-      // The replicas' own CPU over each round (publish -> last arrival): a replica that used its whole share was
+    await growTo(ctx, "webhook-dispatcher", CAPS.dispatcher, replicas, Math.max(...counts), {}, { capLater: true });
+    const warmRound = async () => {
+      const burst = await burstDeliveries(ctx, orgIds, (eventsPerReplica * replicas.length) / 2, `${replicas.length} dispatchers, warm-up`);
+      return perSecond(burst.events, burst.spanMs);
+    };
+    const measured = new Map(counts.map((count) => [count, { bursts: [] as Burst[], cpuMs: 0, capacityMs: 0 }]));
+    // A quick run checks the machinery: its replicas warm up under their caps only.
+    await takeTurns(ctx, "dispatchers", replicas, counts, rounds, warmRound, { uncappedWarmUp: !ctx.sizes.quick }, async (loaded, round) => {
+      await loadOnly(ctx, replicas, loaded, paused);
+      // The replicas' own CPU over the round (publish -> last arrival): a replica that used its whole share was
       // bounded by its cap; one that used less waited on something the replicas share.
-      let cpuMs = 0;
-      let capacityMs = 0;
-      for (let round = 0; round < rounds; round += 1) {
-        const before = replicasCpuMs(replicas);
-        const burst = await burstDeliveries(ctx, orgIds, events, `${count} capped dispatcher(s)`);
-        cpuMs += replicasCpuMs(replicas) - before;
-        capacityMs += burst.endToEndMs * CAPS.dispatcher * count;
-        bursts.push(burst);
-      }
+      const before = replicasCpuMs(loaded);
+      const burst = await burstDeliveries(ctx, orgIds, eventsPerReplica * loaded.length, `round ${round + 1}, ${loaded.length} capped dispatcher(s)`);
+      const point = measured.get(loaded.length)!;
+      point.cpuMs += replicasCpuMs(loaded) - before;
+      point.capacityMs += burst.endToEndMs * CAPS.dispatcher * loaded.length;
+      point.bursts.push(burst);
+    });
+    return counts.map((count) => {
+      const { bursts, cpuMs, capacityMs } = measured.get(count)!;
       const total = bursts.reduce((sum, b) => sum + b.events, 0);
       const point: Point = {
         replicas: count,
@@ -219,13 +262,34 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
         capUsed: round2(cpuMs / capacityMs),
       };
       ctx.log(`    ${count} capped dispatcher(s): ${point.cpuMsPerUnit} ms CPU/delivery in the replicas, ${Math.round(point.capUsed! * 100)}% of their cap used`);
-      points.push(point);
-    }
+      return point;
+    });
   } finally {
+    // A stopped process would not see the SIGTERM of stopAll.
+    for (const replica of paused) replica.child.kill("SIGCONT");
     await stopAll(replicas);
     await ctx.env.system.start("webhook-dispatcher");
   }
-  return points;
+}
+
+/**
+ * Leaves only `loaded` of `replicas` running: the others are paused (SIGSTOP) once the system is idle, and this
+ * resolves after the pull requests they left on the server expired. `paused` is kept up to date.
+ */
+async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>): Promise<void> {
+  const wanted = new Set(loaded.map(({ replica }) => replica));
+  for (const replica of [...paused].filter((candidate) => wanted.has(candidate))) {
+    replica.child.kill("SIGCONT");
+    paused.delete(replica);
+  }
+  const toPause = replicas.map(({ replica }) => replica).filter((replica) => !wanted.has(replica) && !paused.has(replica));
+  if (toPause.length === 0) return;
+  await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
+  for (const replica of toPause) {
+    replica.child.kill("SIGSTOP");
+    paused.add(replica);
+  }
+  await new Promise((resolve) => setTimeout(resolve, CONSUME_PULL_EXPIRES_MS + 1_000));
 }
 
 /** The worker's curve: the system's worker is stopped, N capped ones take the dispatches. */
@@ -322,26 +386,19 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
     const load = (loaded: Array<{ replica: Replica }>, durationSeconds: number) =>
       Promise.all(loaded.map(({ replica }) => runLoad({ kind: "http", url: `http://127.0.0.1:${replica.env.GATEWAY_PORT}/jobs/${job.id}`, method: "GET", headers: auth, connections, durationSeconds }, { graceMs: 180_000 })));
     const warmRound = async () => (await load(replicas, 2)).reduce((sum, result) => sum + result.perSecond, 0);
-    await warmUntilSteady(ctx, `${replicas.length} uncapped gateways`, warmRound, GATEWAY_WARM_MIN_MS);
-    capAll(replicas);
-    await warmUntilSteady(ctx, `${replicas.length} capped gateways`, warmRound);
     const measured = new Map(counts.map((count) => [count, { rates: [] as number[], cpuMs: 0, requests: 0 }]));
-    for (let round = 0; round < rounds; round += 1) {
-      for (const count of round % 2 === 0 ? counts : [...counts].reverse()) {
-        // A rotating choice of replicas: the 1-replica point is not always the same process.
-        const loaded = Array.from({ length: count }, (_, i) => replicas[(round + i) % replicas.length]!);
-        const before = replicasCpuMs(loaded);
-        const results = await load(loaded, seconds);
-        const point = measured.get(count)!;
-        point.cpuMs += replicasCpuMs(loaded) - before;
-        point.requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
-        const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
-        const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
-        if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
-        point.rates.push(merged);
-        ctx.log(`    round ${round + 1}, ${count} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
-      }
-    }
+    await takeTurns(ctx, "gateways", replicas, counts, rounds, warmRound, { uncappedWarmUp: true }, async (loaded, round) => {
+      const before = replicasCpuMs(loaded);
+      const results = await load(loaded, seconds);
+      const point = measured.get(loaded.length)!;
+      point.cpuMs += replicasCpuMs(loaded) - before;
+      point.requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
+      const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
+      const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
+      if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
+      point.rates.push(merged);
+      ctx.log(`    round ${round + 1}, ${loaded.length} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
+    });
     return counts.map((count) => {
       const { rates, cpuMs, requests } = measured.get(count)!;
       const point: Point = {
