@@ -47,8 +47,13 @@ export interface BenchContext {
   orgs: {
     /** plan scale, no webhook: reads and queued -> running. */
     main: BenchOrg;
-    /** plan starter, webhook to the receiver: synthetic events for the dispatcher, spread over orgs. */
+    /** plan starter, webhook to the receiver: synthetic events for the dispatcher, spread over 32 orgs. */
     webhook: BenchOrg[];
+    /**
+     * The 32 of `webhook` and 32 more: the capped dispatchers' load. Throttled replicas hold each attempt longer, and
+     * the per-org in-flight cap (8, across replicas) over exactly 32 orgs held four of them below their 4 x 64 slots.
+     */
+    webhookSpread: BenchOrg[];
     /** plan scale, webhook to the receiver: the end-to-end batch. */
     batch: BenchOrg;
     /** plan pro (concurrency 1 in the bench plans): POST /jobs acceptance, whose jobs wait. */

@@ -71,13 +71,14 @@ async function main(): Promise<number> {
       createBenchOrg(cliEnv, { name: "bench main", plan: "scale" }),
       createBenchOrg(cliEnv, { name: "bench batch", plan: "scale", webhookUrl: receiver.url }),
       createBenchOrg(cliEnv, { name: "bench accept", plan: "pro" }),
-      // 64 orgs: the per-org in-flight cap (8) is global across replicas, so the capped curve's four replicas need at
-      // least 32 orgs to fill their 4 x 64 attempt slots, and only with the load spread evenly; with 16 its 4-replica
-      // point measured the cap (128 in flight), not the replicas, and with exactly 32 it still spent more CPU per
-      // delivery than one replica (bench/findings.md, "The shared point of the capped dispatchers", "Twelfth round").
+      // The per-org in-flight cap (8) is global across replicas, so the capped curve's four replicas need at least 32
+      // orgs to fill their 4 x 64 attempt slots, and only with the load spread evenly: with 16 its 4-replica point
+      // measured the cap (128 in flight), with exactly 32 it still spent more CPU per delivery than one replica; it
+      // gets 64 (webhookSpread). The other webhook benchmarks keep 32: a burst over more orgs costs the dispatcher
+      // more per delivery (bench/findings.md, "The shared point of the capped dispatchers", "Twelfth round").
       ...Array.from({ length: 64 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
     ]);
-    const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}) };
+    const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook: webhook.slice(0, 32), webhookSpread: webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}) };
 
     const sampler = new MemorySampler(env.namespace);
     await new Promise((r) => setTimeout(r, 2000));

@@ -137,7 +137,7 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
       targets,
       notes: [
         "Each replica is its own process in its own cgroup v1 group (cpu.cfs_quota_us / cpu.cfs_period_us = the cap); the system's own process of that service is stopped while its curve runs (the gateway's stays up, idle).",
-        `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhook.length} starter orgs (as benchmark 4), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
+        `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhookSpread.length} starter orgs (as benchmark 4, over more orgs: see bench/findings.md, "Twelfth round"), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
         "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
         `${ctx.sizes.quick ? rounds : DISPATCHER_ROUNDS} round(s) per point for the dispatcher, ${GATEWAY_ROUNDS} for the gateway, at most 2 for the worker; the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
         "Dispatcher and gateway: every replica starts and warms up first (uncapped, then capped), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired.",
@@ -223,7 +223,7 @@ async function takeTurns<R extends { replica: Replica; cap: CpuCap }>(
  * 1-replica point, measured first, met another machine than the 4-replica one and a replica started later was colder.
  */
 async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
-  const orgIds = ctx.orgs.webhook.map((org) => org.orgId);
+  const orgIds = ctx.orgs.webhookSpread.map((org) => org.orgId);
   // Events per round and replica: a few seconds of work, so that every point's rounds last about as long (a round
   // of N replicas over the 1-replica count was over in 2-3 s, and its ramp-up and tail moved its rate by +-20%).
   const eventsPerReplica = ctx.sizes.quick ? 400 : 2000;
