@@ -302,3 +302,21 @@ describe("Bus.consume", () => {
     expect((await bus.jsm.consumers.info(bus.streamName(spec), "late")).config.ack_wait).toBe(5_000 * 1_000_000);
   });
 });
+
+describe("Bus.listen", () => {
+  it("calls onSubscribed once the server has the subscription: a message published from another connection then arrives", async () => {
+    const other = await connect("bus-listen-publisher");
+    const received: Array<{ n: number; subject: string }> = [];
+    let onSubscribed!: () => void;
+    const subscribed = new Promise<void>((resolve) => (onSubscribed = resolve));
+    const stop = bus.listen<{ n: number }>("listen.>", (data, subject) => received.push({ n: data.n, subject }), { onSubscribed });
+    try {
+      await subscribed;
+      other.notify("listen.one", { n: 1 });
+      await until(() => received.length === 1);
+      expect(received).toEqual([{ n: 1, subject: "listen.one" }]);
+    } finally {
+      stop();
+    }
+  });
+});

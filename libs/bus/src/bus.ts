@@ -18,6 +18,7 @@ import { SpanKind, context as otelContext } from "@opentelemetry/api";
 import { contextFromTraceHeaders, currentTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
 import { natsConnectionOptions, natsCredentialsFromEnv, splitNatsUrl, type NatsCredentials } from "./nats-credentials.js";
 import { nanos, streamConfig, type StreamSpec } from "./streams.js";
+import { TasksInFlight } from "./tasks-in-flight.js";
 
 export interface BusOptions {
   url: string;
@@ -203,9 +204,10 @@ export class Bus {
 
   /**
    * Core NATS subscription to a logical subject; returns an unsubscribe function. With `queue`, the subscribers of
-   * that queue group (a service's replicas) share the messages: each one goes to only one of them.
+   * that queue group (a service's replicas) share the messages: each one goes to only one of them. `onSubscribed`
+   * runs once the server has the subscription (not at all if the connection fails first).
    */
-  listen<T>(logicalSubject: string, handler: (data: T, subject: string) => void, options: { queue?: string } = {}): () => void {
+  listen<T>(logicalSubject: string, handler: (data: T, subject: string) => void, options: { queue?: string; onSubscribed?: () => void } = {}): () => void {
     const subscription = this.nc.subscribe(this.subject(logicalSubject), {
       ...(options.queue ? { queue: options.queue } : {}),
       callback: (error, msg) => {
@@ -217,6 +219,11 @@ export class Bus {
         }
       },
     });
+    // A flush's reply comes after the server has processed the SUB: every message published from then on arrives.
+    if (options.onSubscribed) {
+      const onSubscribed = options.onSubscribed;
+      this.nc.flush().then(onSubscribed, () => undefined);
+    }
     return () => subscription.unsubscribe();
   }
 
@@ -245,7 +252,7 @@ export class Bus {
       });
     }
     // One bound on messages in flight across the durables: `concurrency` is the process's, whatever the layout.
-    const inFlight = new Set<Promise<void>>();
+    const inFlight = new TasksInFlight();
     const handles: ConsumerHandle[] = [];
     for (const durable of durables) handles.push(await this.consumeDurable(stream, durable, options, inFlight));
     return { stop: async () => void (await Promise.all(handles.map((handle) => handle.stop()))) };
@@ -304,7 +311,7 @@ export class Bus {
     stream: string,
     durable: { name: string; subject: string | undefined },
     options: ConsumeOptions<T>,
-    inFlight: Set<Promise<void>>,
+    inFlight: TasksInFlight,
   ): Promise<ConsumerHandle> {
     const concurrency = options.concurrency ?? 1;
     const retryDelayMs = options.retryDelayMs ?? 1000;
@@ -354,9 +361,8 @@ export class Bus {
 
     const drain = async (iterator: ConsumerMessages): Promise<void> => {
       for await (const msg of iterator) {
-        const task = handleOne(msg).finally(() => inFlight.delete(task));
-        inFlight.add(task);
-        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+        inFlight.add(handleOne(msg));
+        await inFlight.whileFull(concurrency);
       }
     };
 
@@ -416,7 +422,7 @@ export class Bus {
         await loop;
         this.readyLoops.delete(loopKey);
         this.emitReadiness();
-        await Promise.allSettled(inFlight);
+        await inFlight.settled();
       },
     };
     this.consumers.add(handle);
