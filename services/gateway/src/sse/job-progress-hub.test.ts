@@ -7,6 +7,7 @@ type Handler = (data: unknown, subject: string) => void;
 function fakeBus() {
   const handlers: Array<{ pattern: string; handler: Handler }> = [];
   return {
+    patterns: () => handlers.map((h) => h.pattern),
     listen: <T>(pattern: string, handler: (data: T, subject: string) => void) => {
       handlers.push({ pattern, handler: handler as Handler });
       return () => undefined;
@@ -64,5 +65,15 @@ describe("JobProgressHub", () => {
     expect(hub.size).toBe(2);
     expect(hub.get("org_a", "job_3")).toBeNull();
     expect(hub.get("org_a", "job_5")).not.toBeNull();
+  });
+
+  it("listens to the terminal job events only, not to every job event of every org", () => {
+    const { bus, hub } = setup();
+    expect(bus.patterns().filter((p) => p.startsWith("jobs.events.")).sort()).toEqual(["jobs.events.job.cancelled", "jobs.events.job.completed", "jobs.events.job.failed"]);
+    bus.publish("jobs.progress.org_a.job_1", tick("org_a", "job_1"));
+    bus.publish("jobs.events.job.running", { jobId: "job_1" });
+    expect(hub.get("org_a", "job_1")).not.toBeNull();
+    bus.publish("jobs.events.job.failed", { jobId: "job_1" });
+    expect(hub.get("org_a", "job_1")).toBeNull();
   });
 });

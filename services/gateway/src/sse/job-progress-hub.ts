@@ -25,6 +25,9 @@ const message = z.object({
 
 type Listener = (progress: JobProgress) => void;
 
+/** The job events after which a job reports no more progress. */
+export const TERMINAL_JOB_EVENT_SUBJECTS = ["jobs.events.job.completed", "jobs.events.job.failed", "jobs.events.job.cancelled"] as const;
+
 /**
  * The latest progress of every running job, from the workers' core NATS messages (`jobs.progress.<org>.<job>`): one
  * subscription per gateway replica, every replica holds every job's last tick (a few hundred bytes each), so any
@@ -50,9 +53,12 @@ export class JobProgressHub {
         if (subject !== `jobs.progress.${orgId}.${jobId}`) return;
         this.record(orgId, jobId, progress);
       }),
-      bus.listen<{ jobId?: string }>("jobs.events.job.*", (event, subject) => {
-        if (event?.jobId && /\.(completed|failed|cancelled)$/.test(subject)) this.latest.delete(event.jobId);
-      }),
+      // The terminal subjects only: every other job event of every org would cost a decode here for nothing.
+      ...TERMINAL_JOB_EVENT_SUBJECTS.map((subject) =>
+        bus.listen<{ jobId?: string }>(subject, (event) => {
+          if (event?.jobId) this.latest.delete(event.jobId);
+        }),
+      ),
     ];
     this.sweep = setInterval(() => this.dropExpired(), this.ttlMs).unref();
   }

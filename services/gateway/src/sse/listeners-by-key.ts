@@ -5,12 +5,17 @@
 export class ListenersByKey<Value> {
   private readonly byKey = new Map<string, Set<(value: Value) => void>>();
 
+  private total = 0;
+
   add(key: string, listener: (value: Value) => void): () => void {
     const set = this.byKey.get(key) ?? new Set();
+    if (!set.has(listener)) this.total += 1;
     set.add(listener);
     this.byKey.set(key, set);
     return () => {
-      set.delete(listener);
+      // A set no longer in the map was cleared: its listeners are counted no more.
+      if (this.byKey.get(key) !== set || !set.delete(listener)) return;
+      this.total -= 1;
       if (set.size === 0) this.byKey.delete(key);
     };
   }
@@ -19,14 +24,18 @@ export class ListenersByKey<Value> {
     for (const listener of this.byKey.get(key) ?? []) listener(value);
   }
 
+  /** Every listener of every key. */
+  notifyAll(value: Value): void {
+    for (const set of [...this.byKey.values()]) for (const listener of [...set]) listener(value);
+  }
+
   /** Listeners registered right now, over every key. */
   get count(): number {
-    let count = 0;
-    for (const set of this.byKey.values()) count += set.size;
-    return count;
+    return this.total;
   }
 
   clear(): void {
     this.byKey.clear();
+    this.total = 0;
   }
 }
