@@ -129,3 +129,23 @@ describe("leasing fresh deliveries as they are inserted", () => {
     expect(await claim(now)).toHaveLength(2);
   });
 });
+
+describe("the rows insertDeliveries returns", () => {
+  it("are the rows stored, column for column, leased or not, with and without optional fields", async () => {
+    const now = Date.now();
+    const orgId = newId("org");
+    const deliveries: NewDelivery[] = [
+      fresh(orgId),
+      { ...fresh(orgId), endpointId: "ep_custom", traceHeaders: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } },
+      { ...fresh(orgId), skipped: true },
+      { ...fresh(orgId), batchId: newId("batch"), jobId: null },
+    ];
+    const returned = await insertDeliveries(db, deliveries, { now, lease: { token: "replica-c", until: now + LEASE_MS, limit: 1, orgMaxInFlight: 8 } });
+    expect(returned).toHaveLength(4);
+    expect(returned.filter((row) => row.lease_token !== null)).toHaveLength(1);
+    const stored = await db.selectFrom("deliveries").selectAll().where("org_id", "=", orgId).execute();
+    const byId = new Map(stored.map((row) => [row.id, row]));
+    for (const row of returned) expect(row).toEqual(byId.get(row.id));
+    expect(returned.map((row) => row.source_event_id)).toEqual(deliveries.map((d) => d.sourceEventId));
+  });
+});

@@ -84,14 +84,49 @@ export async function insertDeliveries(db: DispatcherDb, deliveries: NewDelivery
   return db.isTransaction ? run(db) : db.transaction().execute(run);
 }
 
+/** The columns of a new row that the statement decides (the rest is what the caller passed: see rowOf). */
+type DecidedColumns = Pick<DeliveryRow, "id" | "status" | "next_attempt_at" | "lease_until" | "lease_token" | "announced" | "sequence">;
+
+/** A created row from its input and what the statement decided: the same as `returning *`, without its bytes. */
+function rowOf(delivery: NewDelivery, traceHeaders: string, now: number, decided: DecidedColumns): DeliveryRow {
+  return {
+    id: decided.id,
+    org_id: delivery.orgId,
+    event: delivery.event,
+    source_event_id: delivery.sourceEventId,
+    job_id: delivery.jobId,
+    batch_id: delivery.batchId,
+    url: delivery.url,
+    body: delivery.body,
+    status: decided.status,
+    attempts: 0,
+    chain_attempts: 0,
+    next_attempt_at: decided.next_attempt_at,
+    lease_until: decided.lease_until,
+    lease_token: decided.lease_token,
+    last_attempt_at: null,
+    last_response_status: null,
+    last_error: null,
+    event_at: delivery.eventAt,
+    first_attempt_at: null,
+    created_at: now,
+    trace_headers: traceHeaders,
+    announced: decided.announced,
+    endpoint_id: delivery.endpointId ?? DEFAULT_ENDPOINT_ID,
+    sequence: decided.sequence,
+  };
+}
+
 async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { now = Date.now(), lease, queued = true }: InsertOptions): Promise<DeliveryRow[]> {
   const column = <T>(pick: (delivery: NewDelivery) => T) => deliveries.map(pick);
+  const ids = deliveries.map(() => newId("del"));
+  const traceHeaders = column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()));
   const { limit = 0, orgMaxInFlight = 0 } = lease ?? {};
   const leased = lease ? deliveryChange({ type: "Leased", leaseToken: lease.token, until: lease.until }) : { lease_until: null, lease_token: null, next_attempt_at: null };
-  const { rows } = await preparedSql<DeliveryRow>`
+  const { rows } = await preparedSql<DecidedColumns>`
     with fresh as (
       select * from unnest(
-        ${deliveries.map(() => newId("del"))}::text[],
+        ${ids}::text[],
         ${column((d) => d.orgId)}::text[],
         ${column((d) => d.event)}::text[],
         ${column((d) => d.sourceEventId)}::text[],
@@ -100,7 +135,7 @@ async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { no
         ${column((d) => d.url)}::text[],
         ${column((d) => d.body)}::text[],
         ${column((d) => d.eventAt)}::bigint[],
-        ${column((d) => JSON.stringify(d.traceHeaders ?? currentTraceHeaders()))}::text[],
+        ${traceHeaders}::text[],
         ${column((d) => d.endpointId ?? DEFAULT_ENDPOINT_ID)}::text[],
         ${column((d) => d.skipped === true)}::boolean[],
         ${column((d) => d.ordered === true)}::boolean[]
@@ -133,23 +168,30 @@ async function insertStatement(db: DispatcherDb, deliveries: NewDelivery[], { no
       -- A join, not a subquery per row: a CTE referenced once is inlined, and its sort ran again for every row.
       from placed left join numbered on numbered.n = placed.n order by placed.n
       on conflict (source_event_id, endpoint_id) do nothing
-      returning *
+      -- Only what the statement decides: the caller has the rest (the body was most of the bytes read back).
+      returning id, org_id, endpoint_id, status, next_attempt_at, lease_until, lease_token, announced, sequence
     ), counted as (
       update endpoint_queues q set last_sequence = greatest(q.last_sequence, c.top)
       from (select org_id, endpoint_id, max(sequence) as top from created where sequence is not null group by org_id, endpoint_id) c
       where q.org_id = c.org_id and q.endpoint_id = c.endpoint_id
+    ), notified as (
+      -- Rows left due wake the replicas' claim loops: one notification per statement, not per row.
+      select pg_notify(${DELIVERIES_CHANNEL}, '') from created where lease_token is null and next_attempt_at is not null limit 1
     )
-    -- PostgreSQL folds identical notifications of one transaction into one: a wake-up per statement, not per row.
-    select created.*, (select pg_notify(${DELIVERIES_CHANNEL}, '') where created.lease_token is null and created.next_attempt_at is not null) as notified
-    from created`.execute(db);
-  for (const row of rows) delete (row as Partial<{ notified: unknown }>).notified;
-  if (!queued && rows.length > 0) {
+    select created.id, created.status, created.next_attempt_at, created.lease_until, created.lease_token, created.announced, created.sequence
+    from created cross join (select count(*) from notified) as wake_up`.execute(db);
+  const indexOf = new Map<string, number>(ids.map((id, n) => [id, n]));
+  const created = rows.map((decided) => {
+    const n = indexOf.get(decided.id)!;
+    return rowOf(deliveries[n]!, traceHeaders[n]!, now, decided);
+  });
+  if (!queued && created.length > 0) {
     await db
       .insertInto("outbox")
-      .values(outboxRowsOf(deliveriesUpdatedMessages(rows.map((row) => deliveryUpdateOf(row, now, traceOfRow(row)))), now))
+      .values(outboxRowsOf(deliveriesUpdatedMessages(created.map((row) => deliveryUpdateOf(row, now, traceOfRow(row)))), now))
       .execute();
   }
-  return rows;
+  return created;
 }
 
 /** insertDeliveries for one delivery: its row, or undefined when its source event has a delivery already. */
