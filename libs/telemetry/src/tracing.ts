@@ -75,7 +75,8 @@ export { SpanKind, SpanStatusCode } from "@opentelemetry/api";
  */
 export function linkActiveSpanTo(traces: Array<Record<string, string | undefined> | undefined>): void {
   const span = trace.getActiveSpan();
-  if (!span) return;
+  // Nothing records the span (tracing off): parsing every update's context would cost a decode each for nothing.
+  if (!span?.isRecording()) return;
   const links = new Map<string, Link>();
   for (const headers of traces) {
     if (!headers) continue;
