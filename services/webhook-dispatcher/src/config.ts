@@ -46,7 +46,10 @@ export const configSchema = commonConfigSchema
    * demo, tests). Off by default in every mode; response bodies of private targets are never recorded.
    */
   ALLOW_PRIVATE_ADDRESSES: env.allowPrivateAddresses(),
-  /** Attempts in flight at once in this process. */
+  /**
+   * Attempts in flight at once in this process (sent, not yet answered). An answered attempt gives its slot to the
+   * next one while its record waits for its group's commit; at most this many records wait so.
+   */
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(64),
   /**
    * Attempts in flight at once per org across all replicas: a hanging receiver holds at most this many slots,

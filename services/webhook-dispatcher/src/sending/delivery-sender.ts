@@ -101,6 +101,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const { leaseMs } = options;
   const stopController = new AbortController();
   const inFlight = new Set<Promise<void>>();
+  // Attempts holding a slot: from their start until their answer came (or, past RECORDING_MAX, until recorded).
+  let sending = 0;
+  // Answered attempts whose record has not committed yet, holding no slot (at most options.concurrency).
+  let recording = 0;
   // Slots promised to deliveries being inserted under our lease (reserve -> launch): not free for claims.
   let reserved = 0;
   // Slots of admitted events not yet settled by reserve (admit -> reserve): not free for claims either.
@@ -124,7 +128,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       waiter.resolve(waiter.ticket);
     }
   };
-  const freeSlots = () => options.concurrency - inFlight.size - reserved - admitted;
+  const freeSlots = () => options.concurrency - sending - reserved - admitted;
   /** Hands free slots to waiting events, first come first served (unless the claim loop asked for one first). */
   const admitWaiting = () => {
     while (waiters.length > 0 && !claimWanted && freeSlots() > 0) {
@@ -157,7 +161,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
 
   /** `notBefore`: a rate-limited endpoint's start slot (endpoint-flow.ts), waited for once everything else is ready. */
-  const attemptOnce = async (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number): Promise<DeliveryRow | undefined> => {
+  const attemptOnce = async (
+    row: DeliveryRow,
+    leaseToken: string,
+    retryScheduleMs?: readonly number[],
+    notBefore?: number,
+    answered?: () => void,
+  ): Promise<DeliveryRow | undefined> => {
     // A child logger serializes its bindings when made: only make one for a line that will be written.
     const log = () => logger.child({ deliveryId: row.id, orgId: row.org_id, jobId: row.job_id ?? undefined, event: row.event });
     let org;
@@ -197,6 +207,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       await releaseLease(db, row.id, leaseToken).catch(() => undefined);
       return undefined;
     }
+    answered?.();
     // What a private target (let through by ALLOW_PRIVATE_ADDRESSES) answered, body and headers, is not kept.
     const keepResponse = result.responseHeaders !== null || result.responseExcerpt ? (await keptExcerpt(url, "-", options)) !== null : true;
     const responseExcerpt = keepResponse ? result.responseExcerpt : null;
@@ -242,18 +253,36 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   };
 
   // Each attempt is a span of the job's trace (the context stored with the delivery).
-  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number) =>
-    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs, notBefore));
+  const attempt = (row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[], notBefore?: number, answered?: () => void) =>
+    traceAttempt(row, () => attemptOnce(row, leaseToken, retryScheduleMs, notBefore, answered));
 
   const leaseToken = randomUUID();
   /** Attempts `row` now, or at `notBefore` (a rate-limited endpoint's slot, see slotStart). */
   const start = (row: DeliveryRow, notBefore?: number) => {
-    const task = attempt(row, leaseToken, undefined, notBefore)
+    sending += 1;
+    let holdsSlot = true;
+    let countedRecording = false;
+    const freeSlot = () => {
+      if (!holdsSlot) return;
+      holdsSlot = false;
+      sending -= 1;
+      slotFreed();
+    };
+    // The answer is in: the slot goes to the next attempt while this one's record waits for its group, unless as
+    // many records as slots wait already (then it keeps the slot: records are not allowed to pile up).
+    const answered = () => {
+      if (recording >= options.concurrency) return;
+      recording += 1;
+      countedRecording = true;
+      freeSlot();
+    };
+    const task = attempt(row, leaseToken, undefined, notBefore, answered)
       .then(() => undefined)
       .catch((error: unknown) => logger.error({ err: error, deliveryId: row.id }, "delivery attempt failed to record"))
       .finally(() => {
         inFlight.delete(task);
-        slotFreed();
+        if (countedRecording) recording -= 1;
+        freeSlot();
       });
     inFlight.add(task);
   };
