@@ -203,13 +203,16 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     pid: (service) => children.get(service)?.pid,
     start,
     stop: async () => {
+      process.off("exit", killOnExit);
       for (const child of extraGateways) child.kill("SIGTERM");
       for (const service of [...SERVICES].reverse()) await stopOne(service, "SIGTERM");
     },
   };
-  process.once("exit", () => {
+  // Removed by stop(): a process that starts one system after another (the chaos suite's --repeat) keeps one listener.
+  function killOnExit() {
     for (const child of children.values()) child.kill("SIGKILL");
-  });
+  }
+  process.once("exit", killOnExit);
   try {
     for (const service of SERVICES) await start(service);
   } catch (error) {
