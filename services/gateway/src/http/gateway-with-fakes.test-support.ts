@@ -63,6 +63,9 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
   const prefix = `rb:test:${randomUUID()}`;
   const marksOptions = { prefix: `${prefix}:auth`, revokedTtlMs: 60_000 };
   const authClient = clientOf<auth.AuthClient>("auth", services.auth);
+  // What each gateway replica builds: its own cache, the marks in Redis shared by all of them.
+  const replicaCredentials = () =>
+    new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS });
   // No NATS here: job events never arrive (waits end by their timeout, or when the app closes).
   const bus = { listen: () => () => undefined, notify: () => undefined, nc: { flush: async () => undefined } };
   const deps = {
@@ -75,7 +78,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     webhooks: clientOf<webhooks.WebhooksClient>("webhooks", services.webhooks),
     bus,
     redis,
-    credentials: new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS }),
+    credentials: replicaCredentials(),
     rateLimiter: oneWindowRateLimiter(redis, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
     uploads: createUploadStore(uploadConfig, { localDir: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
@@ -88,7 +91,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
   return {
     app,
     deps,
-    otherReplica: () => new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS }),
+    otherReplica: replicaCredentials,
     close: async () => {
       await app.close();
       redis.disconnect();
