@@ -50,21 +50,7 @@ describe("scripts/build-services.mjs", () => {
     // startSystem waited for each gRPC health check; the gateway's readiness covers its own dependencies.
     const ready = await fetch(`${system.gatewayUrl}/readyz`);
     expect(ready.status).toBe(200);
-    // Its exit hook goes with stop(): a process starting systems one after another (test:chaos --repeat) keeps none.
     expect(process.listenerCount("exit")).toBe(exitListeners + 1);
-    await system.stop();
-    expect(process.listenerCount("exit")).toBe(exitListeners);
-    system = await startSystem({
-      repoRoot,
-      runtime: "bundle",
-      databaseUrl: await createTestDatabase("bundles2"),
-      natsUrl: infra.natsUrl,
-      redisUrl: infra.redisUrl,
-      namespace: testNamespace("bundles2"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      env: { MODE: "test", LOG_LEVEL: "info" },
-      onLine: (service, line) => lines.push(`${service} ${line}`),
-    });
 
     // The gateway finds the dashboard relative to its source file; a bundle must resolve that path the same way.
     const dashboardDir = join(repoRoot, "apps", "dashboard", "dist");
@@ -83,5 +69,9 @@ describe("scripts/build-services.mjs", () => {
       });
       expect(JSON.parse(warning.slice("gateway ".length)).distDir).toBe(dashboardDir);
     }
+    // Its exit hook goes with stop(): a process starting systems one after another (test:chaos --repeat) keeps none.
+    await system?.stop();
+    system = undefined;
+    expect(process.listenerCount("exit")).toBe(exitListeners);
   }, 120_000);
 });

@@ -33,7 +33,7 @@ export class JobEventHub {
     return this.listeners.count;
   }
 
-  /** Whether the NATS subscription is open (tests and /metrics). */
+  /** Whether the NATS subscription is open. */
   get subscribed(): boolean {
     return this.unsubscribe !== undefined;
   }
@@ -41,10 +41,7 @@ export class JobEventHub {
   watch(jobId: string, listener: Listener): () => void {
     const remove = this.listeners.add(jobId, listener);
     this.subscribe();
-    let removed = false;
     return () => {
-      if (removed) return;
-      removed = true;
       remove();
       if (this.listeners.count === 0) this.unsubscribeLater();
     };
@@ -74,9 +71,9 @@ export class JobEventHub {
 
   private unsubscribeLater(): void {
     clearTimeout(this.linger);
+    // A new watcher clears this timer (subscribe), so when it fires nobody watches.
     this.linger = setTimeout(() => {
       this.linger = undefined;
-      if (this.listeners.count > 0) return;
       this.unsubscribe?.();
       this.unsubscribe = undefined;
     }, this.lingerMs);

@@ -26,7 +26,7 @@ const message = z.object({
 type Listener = (progress: JobProgress) => void;
 
 /** The job events after which a job reports no more progress. */
-export const TERMINAL_JOB_EVENT_SUBJECTS = ["jobs.events.job.completed", "jobs.events.job.failed", "jobs.events.job.cancelled"] as const;
+const TERMINAL_JOB_EVENT_SUBJECTS = ["jobs.events.job.completed", "jobs.events.job.failed", "jobs.events.job.cancelled"] as const;
 
 /**
  * The latest progress of every running job, from the workers' core NATS messages (`jobs.progress.<org>.<job>`): one

@@ -101,7 +101,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   const { leaseMs } = options;
   const stopController = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  // Attempts holding a slot: from their start until their answer came (or, past RECORDING_MAX, until recorded).
+  // Attempts holding a slot: from their start until their answer came (or until recorded, when as many records wait).
   let sending = 0;
   // Answered attempts whose record has not committed yet, holding no slot (at most options.concurrency).
   let recording = 0;
