@@ -44,8 +44,13 @@ const WARM_MIN_MS = 20_000;
 /** Gateways and dispatchers warm up uncapped first (see gatewayCurve), for at least this long. */
 const UNCAPPED_WARM_MIN_MS = 30_000;
 const WARM_MAX_MS = 90_000;
-/** The gateway's points take turns (see gatewayCurve), so more rounds cost no extra warm-up: 5 per point. */
-const GATEWAY_ROUNDS = 5;
+/**
+ * The gateway's points take turns (see gatewayCurve) over a rotating choice of replicas: as many rounds as replicas, so
+ * that every replica counts the same in every point. With 5 rounds over 4 replicas the first one counted twice in the
+ * 1-replica point: in the published run of 2026-11-29, midday, replicas #1 and #2 served half as many requests per
+ * second as #0 and #3 for the whole run (read from the rotation of its rounds), which put the 1-replica point where replica #0 was and not the average one.
+ */
+const GATEWAY_ROUNDS = 4;
 /** The dispatcher's take turns too (see dispatcherCurve); an even count gives each point each place equally. */
 const DISPATCHER_ROUNDS = 4;
 
@@ -388,16 +393,19 @@ async function gatewayCurve(ctx: BenchContext, rounds: number): Promise<Point[]>
     const warmRound = async () => (await load(replicas, 2)).reduce((sum, result) => sum + result.perSecond, 0);
     const measured = new Map(counts.map((count) => [count, { rates: [] as number[], cpuMs: 0, requests: 0 }]));
     await takeTurns(ctx, "gateways", replicas, counts, rounds, warmRound, { uncappedWarmUp: true }, async (loaded, round) => {
-      const before = replicasCpuMs(loaded);
+      const before = loaded.map((entry) => replicasCpuMs([entry]));
       const results = await load(loaded, seconds);
       const point = measured.get(loaded.length)!;
-      point.cpuMs += replicasCpuMs(loaded) - before;
+      const used = loaded.map((entry, i) => replicasCpuMs([entry]) - before[i]!);
+      point.cpuMs += used.reduce((sum, ms) => sum + ms, 0);
       point.requests += results.reduce((sum, result) => sum + result.perSecond * seconds, 0);
       const merged = results.reduce((sum, result) => sum + result.perSecond, 0);
       const errors = results.reduce((sum, result) => sum + result.errors + Object.values(result.non2xx ?? {}).reduce((a, b) => a + b, 0), 0);
       if (errors > 0) ctx.log(`    ${errors} errors or non-2xx answers`);
       point.rates.push(merged);
-      ctx.log(`    round ${round + 1}, ${loaded.length} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms)`);
+      // Per replica (which one, its rate, its CPU per request): a point's rounds load a rotating choice of replicas.
+      const each = loaded.map(({ replica }, i) => `#${replicas.findIndex((entry) => entry.replica === replica)} ${Math.round(results[i]!.perSecond)}/s ${round2(used[i]! / Math.max(1, results[i]!.perSecond * seconds))} ms`);
+      ctx.log(`    round ${round + 1}, ${loaded.length} capped gateway(s): ${Math.round(merged)} req/s (p99 ${mergeLoads(results).p99Ms} ms; ${each.join(", ")})`);
     });
     return counts.map((count) => {
       const { rates, cpuMs, requests } = measured.get(count)!;
