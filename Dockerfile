@@ -72,8 +72,9 @@ USER node
 # Gateway HTTP, then the gRPC ports of auth, jobs and webhook-dispatcher, and auth's HTTP port.
 EXPOSE 3000 50051 50052 50053 50061
 ENTRYPOINT ["/usr/bin/tini", "--"]
-# `exec` so node (not sh) is the process tini signals; source maps so stack traces name the TypeScript lines.
+# `exec` so node (not sh) is the process tini signals. dist/main.mjs turns source maps on for our code (stack traces
+# name the TypeScript lines) and not for node_modules (scripts/build-services.mjs, launcherSource).
 # The heap flags are SERVICE_NODE_FLAGS in libs/testing/src/system.ts (npm start, bench): an old-generation limit, and a
 # young generation that Node 24 would otherwise let grow to 64 MB per semi-space beside it (GC-bound: see there).
 # The admin CLI: `node services/auth/dist/admin.mjs <command>` (docs/operations.md).
-CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=8 --enable-source-maps services/${SERVICE}/dist/main.mjs"]
+CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=8 services/${SERVICE}/dist/main.mjs"]

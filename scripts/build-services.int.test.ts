@@ -8,7 +8,7 @@ import { createTestDatabase, SERVICES, startSystem, testInfra, testNamespace, ty
 
 const run = promisify(execFile);
 const repoRoot = resolve(import.meta.dirname, "..");
-const bundleOf = (service: string) => join(repoRoot, "services", service, "dist", "main.mjs");
+const bundleOf = (service: string) => join(repoRoot, "services", service, "dist", "service.mjs");
 
 describe("scripts/build-services.mjs", () => {
   let system: RunningSystem | undefined;
@@ -18,12 +18,13 @@ describe("scripts/build-services.mjs", () => {
     await system?.stop();
   });
 
-  it("bundles every service into services/<name>/dist/main.mjs with its source map, workspace code inlined", async () => {
+  it("bundles every service into services/<name>/dist/service.mjs with its source map, workspace code inlined, run by dist/main.mjs", async () => {
     await run(process.execPath, [join(repoRoot, "scripts", "build-services.mjs")], { cwd: repoRoot });
     for (const service of SERVICES) {
       const bundle = readFileSync(bundleOf(service), "utf8");
       expect(existsSync(`${bundleOf(service)}.map`)).toBe(true);
-      expect(bundle).toContain("//# sourceMappingURL=main.mjs.map");
+      expect(bundle).toContain("//# sourceMappingURL=service.mjs.map");
+      expect(readFileSync(join(repoRoot, "services", service, "dist", "main.mjs"), "utf8")).toContain('await import("./service.mjs")');
       // Workspace packages export TypeScript, which plain node cannot load: none may be left as an import (esbuild
       // writes imports at the start of a line; the gateway's SDK code samples hold the same words inside a string).
       expect(bundle).not.toMatch(/^\s*(import|export)\b[^;'"]*from\s*["']@renderbus\//m);

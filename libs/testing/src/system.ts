@@ -45,8 +45,11 @@ export const SERVICE_MAX_OLD_SPACE_MB = 128;
  */
 export const SERVICE_MAX_SEMI_SPACE_MB = 8;
 
-/** The node flags every bundled service runs with (the image's CMD, `npm start`, the bench). */
-export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`, "--enable-source-maps"] as const;
+/**
+ * The node flags every bundled service runs with (the image's CMD, `npm start`, the bench). No `--enable-source-maps`:
+ * the bundle's launcher turns source maps on for our own code only (scripts/build-services.mjs, launcherSource).
+ */
+export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`] as const;
 
 /**
  * The command that runs `service`: node running the service itself, with tsx as a loader for `source`. `nodeArgs`
