@@ -80,6 +80,8 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
       await system.stop();
       await infra.stop().catch(() => undefined);
       await rm(outputDir, { recursive: true, force: true });
+      // startSystem's default UPLOAD_DIR, beside the output directory.
+      await rm(`${outputDir}-uploads`, { recursive: true, force: true });
     },
   };
 }

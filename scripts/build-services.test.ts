@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import module from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,12 +42,15 @@ async function launchedFixture(): Promise<{ stdout: string; stderr: string }> {
   mkdirSync(join(dir, "dist", "node_modules"), { recursive: true });
   writeFileSync(join(dir, "dist", "package.json"), JSON.stringify({ type: "module" }));
   await run("ln", ["-s", pkg, join(dir, "dist", "node_modules", "mapped-package")]);
-  return run(process.execPath, [join(dir, "dist", "main.mjs")]).then(
-    () => {
-      throw new Error("the fixture should have thrown");
-    },
-    (error: { stdout: string; stderr: string }) => ({ stdout: error.stdout, stderr: error.stderr }),
-  );
+  try {
+    await run(process.execPath, [join(dir, "dist", "main.mjs")]);
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout: string; stderr: string };
+    return { stdout, stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  throw new Error("the fixture should have thrown");
 }
 
 describe("the launcher each service's bundle runs through (dist/main.mjs)", () => {
