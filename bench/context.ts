@@ -62,4 +62,6 @@ export interface BenchContext {
   log(line: string): void;
   /** With `--profile`: extra replicas started by benchmarks run under `node --cpu-prof` writing here. */
   profileDir?: string;
+  /** `--pg-statements`: the run's PostgreSQL has pg_stat_statements loaded (bench/pg-statements.ts). */
+  pgStatements?: boolean;
 }

@@ -32,9 +32,15 @@ export interface BenchEnvironment {
   stop(): Promise<void>;
 }
 
-/** `extraEnv` goes to every service (e.g. NODE_OPTIONS with --cpu-prof for `--profile`). */
-export async function startBenchEnvironment(log: (line: string) => void, extraEnv: Record<string, string> = {}): Promise<BenchEnvironment> {
-  const infra = await ensureLocalInfra({ persistent: false, dataDir: join(repoRoot, ".data", "bench"), log });
+/** PostgreSQL settings that load pg_stat_statements (`--pg-statements`: see bench/pg-statements.ts). */
+export const PG_STATEMENTS_SETTINGS = ["shared_preload_libraries=pg_stat_statements", "pg_stat_statements.max=1000"] as const;
+
+/**
+ * `extraEnv` goes to every service (e.g. NODE_OPTIONS with --cpu-prof for `--profile`); `postgresSettings` to the
+ * run's PostgreSQL server.
+ */
+export async function startBenchEnvironment(log: (line: string) => void, extraEnv: Record<string, string> = {}, postgresSettings: readonly string[] = []): Promise<BenchEnvironment> {
+  const infra = await ensureLocalInfra({ persistent: false, dataDir: join(repoRoot, ".data", "bench"), log, postgresSettings });
   // The worker runs ffmpeg; a fresh machine may not have it yet (benchmarks run without `npm test` before them).
   await ensureFfmpeg(log);
   const databaseUrl = await createDatabase(infra.databaseUrl);

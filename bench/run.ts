@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (on Node 24: scripts/bench.mjs) `[-- --quick] [-- --only <id[:service],...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source]`: starts the whole system on fresh infrastructure, runs every
+ * `npm run bench` (on Node 24: scripts/bench.mjs) `[-- --quick] [-- --only <id[:service],...>] [-- --out <dir>] [-- --profile <dir>] [-- --log-level <level>] [-- --runtime bundle|source] [-- --pg-statements]`: starts the whole system on fresh infrastructure, runs every
  * benchmark of issue 10 and writes `<dir>/BENCHMARKS.md` and `<dir>/benchmarks.json` (default dir: docs/).
  */
 import { execFile } from "node:child_process";
@@ -19,7 +19,7 @@ import { benchUploadThroughput } from "./benchmarks/upload-throughput.js";
 import { benchWebhookPeers } from "./benchmarks/webhook-peers.js";
 import { benchWebhooks } from "./benchmarks/webhooks.js";
 import { benchSizes, type BenchContext } from "./context.js";
-import { postgresVersion, startBenchEnvironment } from "./environment.js";
+import { PG_STATEMENTS_SETTINGS, postgresVersion, startBenchEnvironment } from "./environment.js";
 import { startInputServer } from "./file-server.js";
 import { machineInfo } from "./machine.js";
 import { MemorySampler } from "./memory.js";
@@ -30,7 +30,7 @@ import { renderChaosRecord, renderMarkdown, type BenchReport, type ChaosRecord }
 import type { BenchmarkResult } from "./result.js";
 
 const repoRoot = resolve(import.meta.dirname, "..");
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" }, runtime: { type: "string", default: "bundle" } } });
+const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, out: { type: "string" }, profile: { type: "string" }, "log-level": { type: "string" }, only: { type: "string" }, runtime: { type: "string", default: "bundle" }, "pg-statements": { type: "boolean", default: false } } });
 // --only webhooks,queued-to-running: runs just those benchmarks (while working on one path); the report says so.
 // `capped-replicas:gateway` (or `:webhook-dispatcher`, `:worker`) runs that benchmark for the named services' curves only.
 const onlyIds = args.only ? args.only.split(",") : undefined;
@@ -57,7 +57,8 @@ async function main(): Promise<number> {
   process.env.RENDERBUS_SERVICE_RUNTIME = args.runtime;
   log(`starting the system (${sizes.quick ? "quick" : "full"} run, services from ${args.runtime})`);
   // --log-level warn: the services' LOG_LEVEL (default info, as deployed), to measure what per-request logging costs.
-  const env = await startBenchEnvironment((line) => log(`  infra: ${line}`), args["log-level"] ? { LOG_LEVEL: args["log-level"] } : {});
+  // --pg-statements: pg_stat_statements in the run's PostgreSQL; benchmark 10 reports each sender's statements.
+  const env = await startBenchEnvironment((line) => log(`  infra: ${line}`), args["log-level"] ? { LOG_LEVEL: args["log-level"] } : {}, args["pg-statements"] ? PG_STATEMENTS_SETTINGS : []);
   const { system } = env;
   const bus = await Bus.connect({ url: env.infra.natsUrl, name: "bench", namespace: env.namespace });
   const receiver = await startWebhookReceiver();
@@ -78,7 +79,7 @@ async function main(): Promise<number> {
       // more per delivery (bench/findings.md, "The shared point of the capped dispatchers", "Twelfth round").
       ...Array.from({ length: 64 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
     ]);
-    const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook: webhook.slice(0, 32), webhookSpread: webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}) };
+    const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook: webhook.slice(0, 32), webhookSpread: webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}), pgStatements: args["pg-statements"] };
 
     const sampler = new MemorySampler(env.namespace);
     await new Promise((r) => setTimeout(r, 2000));

@@ -4,6 +4,7 @@ import type { BenchContext } from "../context.js";
 import { quiesce } from "../quiesce.js";
 import { startReplica } from "../replicas.js";
 import { cpuSnapshot, cpuSpent, systemProcesses } from "../cpu.js";
+import { costliestStatements, RoundStatements, type StatementSample } from "../pg-statements.js";
 import { takeTurns } from "../load/interleave.js";
 import { startPeerSender, type PeerSender } from "../peers/peer-sender.js";
 import type { PeerKind } from "../peers/peer-child.js";
@@ -90,6 +91,16 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     // trips to PostgreSQL a delivery costs. The statistics collector reports with a delay of up to a second.
     const commits = async () => Number((await stats.query<{ n: string }>("select pg_stat_force_next_flush(), xact_commit::text as n from pg_stat_database where datname = current_database()").catch(() => stats.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()"))).rows[0]!.n);
     const snapshot = () => cpuSnapshot(system, peerPids);
+    // --pg-statements: each measured round's statements, per sender (reset after the round's set-up, read after its tail).
+    const statements = ctx.pgStatements ? await RoundStatements.open(stats) : undefined;
+    const samples = new Map<Sender, StatementSample[]>();
+    const sampled = async <T>(sender: Sender, measure: boolean, round: () => Promise<T>): Promise<T> => {
+      if (!statements || !measure) return round();
+      await statements.reset();
+      const result = await round();
+      samples.set(sender, [...(samples.get(sender) ?? []), ...(await statements.read())]);
+      return result;
+    };
 
     const dispatcherRound = async (measure: boolean): Promise<Round> => {
       await settleDispatcher(ctx, PEER_TABLES);
@@ -98,13 +109,16 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       ctx.receiver.reset();
       const before = snapshot();
       const commitsBefore = await commits();
-      const started = performance.now();
-      await events.burst(size);
-      const publishedMs = performance.now() - started;
-      await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), size, 180_000);
-      const arrivals = ctx.receiver.received.filter(isFirstAttempt(events.jobIdPrefix)).map((r) => r.receivedAt);
-      // The tail (announcements relayed, projected by the jobs service) is part of what a delivery costs.
-      await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
+      let publishedMs = 0;
+      const arrivals = await sampled("dispatcher", measure, async () => {
+        const started = performance.now();
+        await events.burst(size);
+        publishedMs = performance.now() - started;
+        await ctx.receiver.waitFor(isFirstAttempt(events.jobIdPrefix), size, 180_000);
+        // The tail (announcements relayed, projected by the jobs service) is part of what a delivery costs.
+        await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
+        return ctx.receiver.received.filter(isFirstAttempt(events.jobIdPrefix)).map((r) => r.receivedAt);
+      });
       const cpuMs = cpuSpent(before, snapshot());
       const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
       if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
@@ -119,10 +133,12 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       ctx.receiver.reset();
       const before = snapshot();
       const commitsBefore = await commits();
-      await peer.burst(size, prefix, ctx.receiver.url);
-      await ctx.receiver.waitFor(isFirstAttempt(prefix), size, 180_000);
-      const arrivals = ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
-      await peer.drain();
+      const arrivals = await sampled(kind, measure, async () => {
+        await peer.burst(size, prefix, ctx.receiver.url);
+        await ctx.receiver.waitFor(isFirstAttempt(prefix), size, 180_000);
+        await peer.drain();
+        return ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
+      });
       const cpuMs = cpuSpent(before, snapshot());
       const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
       if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs[kind]! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery`);
@@ -143,6 +159,11 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     const ours = figures.find((f) => f.sender === "dispatcher")!;
     const best = figures.filter((f) => f.sender !== "dispatcher").sort((a, b) => b.deliveriesPerSecond - a.deliveriesPerSecond)[0]!;
     const ratio = round2(ours.deliveriesPerSecond / Math.max(1, best.deliveriesPerSecond));
+    const statementCosts = statements ? figures.map((f) => ({ sender: f.sender, statements: costliestStatements(samples.get(f.sender) ?? [], f.events) })) : undefined;
+    for (const { sender, statements: costs } of statementCosts ?? []) {
+      ctx.log(`  ${sender}: PostgreSQL statements by execution time per delivery (pg_stat_statements)`);
+      for (const cost of costs) ctx.log(`    ${cost.usPerDelivery} us, ${cost.callsPerDelivery} calls: ${cost.query}`);
+    }
 
     return {
       id: "webhook-peers",
@@ -167,11 +188,14 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         "The dispatcher's webhooks start as job.running events on JetStream (published by the bench, as the jobs service would), so each delivery also costs an ingest (delivery row), an attempt record with its outbox announcement, a NATS publish and the jobs service's projection: the peers do none of those, they only send and record.",
         "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat, from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
         "On a shared machine absolute figures move between runs; compare the ratios within one run.",
+        ...(statementCosts
+          ? statementCosts.map(({ sender, statements: costs }) => `PostgreSQL statements of ${sender}'s rounds (--pg-statements; execution time per delivery, calls per delivery): ${costs.map((c) => `${c.usPerDelivery} us x${c.callsPerDelivery} \`${c.query.replaceAll("`", "'")}\``).join("; ")}.`)
+          : []),
         ...(system.postgres.postmaster === undefined || system.nats.length === 0
           ? ["PostgreSQL and/or NATS were not started by this run (DATABASE_URL / NATS_URL given), so their CPU is not measured: those columns read 0."]
           : []),
       ],
-      data: { figures, ratio, best: best.sender, postgresMeasured: system.postgres.postmaster !== undefined, natsMeasured: system.nats.length > 0 },
+      data: { figures, ratio, best: best.sender, ...(statementCosts ? { statementCosts } : {}), postgresMeasured: system.postgres.postmaster !== undefined, natsMeasured: system.nats.length > 0 },
     };
   } finally {
     for (const peer of peers.values()) await peer.stop().catch(() => undefined);

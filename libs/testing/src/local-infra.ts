@@ -48,6 +48,8 @@ export interface LocalInfraOptions {
   log?: (line: string) => void;
   /** Ignore `DATABASE_URL` / `NATS_URL` / `REDIS_URL` and always use local servers (tests of this module). */
   ignoreEnv?: boolean;
+  /** More settings for a PostgreSQL server this starts (`name=value`); a server it reuses or is given keeps its own. */
+  postgresSettings?: readonly string[];
 }
 
 /** One piece of infrastructure: its env var, default local URL, health probe and launcher. */
@@ -58,7 +60,7 @@ interface ServerKind {
   /** Names the local port persistent mode looks for a running server on, instead of the default one. */
   portVar: string;
   isUsable(url: string): Promise<boolean>;
-  start(options: { dir: string; persistent: boolean; log: LogFn }): Promise<LocalServer>;
+  start(options: { dir: string; persistent: boolean; log: LogFn; settings?: readonly string[] }): Promise<LocalServer>;
 }
 
 const POSTGRES: ServerKind = {
@@ -115,6 +117,7 @@ export async function ensureLocalInfra(options: LocalInfraOptions): Promise<Loca
         dir: path.join(baseDir, kind.name),
         persistent: options.persistent,
         log,
+        ...(kind === POSTGRES && options.postgresSettings ? { settings: options.postgresSettings } : {}),
       }),
     ),
   );
@@ -151,7 +154,7 @@ async function provideServer(
   kind: ServerKind,
   envUrl: string | undefined,
   probeUrl: string,
-  options: { dir: string; persistent: boolean; log: LogFn },
+  options: { dir: string; persistent: boolean; log: LogFn; settings?: readonly string[] },
 ): Promise<LocalServer> {
   if (envUrl) {
     options.log(`${kind.name}: using ${kind.envVar}`);

@@ -41,6 +41,8 @@ export interface LocalPostgresOptions {
   /** Keep the cluster and reuse a running server from `dir`; otherwise fast throwaway settings. */
   persistent: boolean;
   log: LogFn;
+  /** More `-c name=value` settings for a server this starts (e.g. the bench's `--pg-statements`). */
+  settings?: readonly string[];
 }
 
 /** Resolves true when `url` accepts a connection and answers `select 1`. */
@@ -228,6 +230,7 @@ async function runPostgres(
   const socketDir = layout.socketDir.length > 80 ? '' : layout.socketDir;
   const settings = ['listen_addresses=127.0.0.1', `unix_socket_directories=${socketDir}`, 'max_connections=300'];
   if (!options.persistent) settings.push(...THROWAWAY_SETTINGS);
+  settings.push(...(options.settings ?? []));
   const server = spawnServer({
     name: 'postgres',
     command: postgres,
