@@ -90,7 +90,9 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     // Transactions committed in the run's database (every statement outside a transaction is one): how many round
     // trips to PostgreSQL a delivery costs. The statistics collector reports with a delay of up to a second.
     const commits = async () => Number((await stats.query<{ n: string }>("select pg_stat_force_next_flush(), xact_commit::text as n from pg_stat_database where datname = current_database()").catch(() => stats.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()"))).rows[0]!.n);
-    const snapshot = () => cpuSnapshot(system, peerPids);
+    // Each service process on its own too: the dispatcher's rounds log where 'other services' went.
+    const servicePids = Object.fromEntries(system.services.map((service) => [`service:${service.name}`, service.pid]));
+    const snapshot = () => cpuSnapshot(system, { ...peerPids, ...servicePids });
     // --pg-statements: each measured round's statements, per sender (reset after the round's set-up, read after its tail).
     const statements = ctx.pgStatements ? await RoundStatements.open(stats) : undefined;
     const samples = new Map<Sender, StatementSample[]>();
@@ -121,7 +123,8 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       });
       const cpuMs = cpuSpent(before, snapshot());
       const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
-      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
+      const others = Object.keys(servicePids).filter((name) => !name.startsWith("service:webhook-dispatcher")).map((name) => `${name.slice("service:".length)} ${round2((cpuMs[name] ?? 0) / size)}`);
+      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (${others.join(", ")}; PostgreSQL ${round2(cpuMs.postgres! / size)}, NATS ${round2(cpuMs.nats! / size)}), ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
       return round;
     };
 
