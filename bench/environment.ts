@@ -46,6 +46,8 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
   const databaseUrl = await createDatabase(infra.databaseUrl);
   const namespace = `bench${randomBytes(4).toString("hex")}`;
   const outputDir = await mkdtemp(join(tmpdir(), "rb-bench-out-"));
+  // Its own, so that stop() removes what it made (startSystem's default would sit beside outputDir).
+  const uploadDir = await mkdtemp(join(tmpdir(), "rb-bench-uploads-"));
   const tails = new Map<ServiceName, string[]>();
   const watchers = new Set<{ service: ServiceName; listener: (line: string) => void }>();
   let system: RunningSystem;
@@ -57,6 +59,7 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
       redisUrl: infra.redisUrl,
       namespace,
       outputDir,
+      uploadDir,
       // The load comes from one address: the per-client budget (IP_REQUESTS_PER_MINUTE) is lifted like the plans'.
       env: { PLANS_JSON: JSON.stringify(BENCH_PLANS), MODE: "development", IP_REQUESTS_PER_MINUTE: "100000000", ...extraEnv },
       onLine: (service, line) => {
@@ -69,6 +72,8 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
     });
   } catch (error) {
     await infra.stop().catch(() => undefined);
+    await rm(outputDir, { recursive: true, force: true });
+    await rm(uploadDir, { recursive: true, force: true });
     throw error;
   }
   return {
@@ -86,8 +91,7 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
       await system.stop();
       await infra.stop().catch(() => undefined);
       await rm(outputDir, { recursive: true, force: true });
-      // startSystem's default UPLOAD_DIR, beside the output directory.
-      await rm(`${outputDir}-uploads`, { recursive: true, force: true });
+      await rm(uploadDir, { recursive: true, force: true });
     },
   };
 }

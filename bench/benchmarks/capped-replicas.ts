@@ -48,9 +48,10 @@ const WARM_MAX_MS = 90_000;
  * The gateway's points take turns (see gatewayCurve) over a rotating choice of replicas: as many rounds as replicas, so
  * that every replica counts the same in every point. With 5 rounds over 4 replicas the first one counted twice in the
  * 1-replica point: in the published run of 2026-11-29, midday, replicas #1 and #2 served half as many requests per
- * second as #0 and #3 for the whole run (read from the rotation of its rounds), which put the 1-replica point where replica #0 was and not the average one.
+ * second as #0 and #3 for the whole run (read from the rotation of its rounds), which put the 1-replica point where
+ * replica #0 was and not the average one.
  */
-const GATEWAY_ROUNDS = 4;
+const GATEWAY_ROUNDS = Math.max(...REPLICA_COUNTS);
 /** The dispatcher's take turns too (see dispatcherCurve); an even count gives each point each place equally. */
 const DISPATCHER_ROUNDS = 4;
 

@@ -93,26 +93,34 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     // Each service process on its own too: the dispatcher's rounds log where 'other services' went.
     const servicePids = Object.fromEntries(system.services.map((service) => [`service:${service.name}`, service.pid]));
     const snapshot = () => cpuSnapshot(system, { ...peerPids, ...servicePids });
-    // --pg-statements: each measured round's statements, per sender (reset after the round's set-up, read after its tail).
+    // --pg-statements: each measured round's statements, per sender.
     const statements = ctx.pgStatements ? await RoundStatements.open(stats) : undefined;
     const samples = new Map<Sender, StatementSample[]>();
-    const sampled = async <T>(sender: Sender, measure: boolean, round: () => Promise<T>): Promise<T> => {
-      if (!statements || !measure) return round();
-      await statements.reset();
-      const result = await round();
-      samples.set(sender, [...(samples.get(sender) ?? []), ...(await statements.read())]);
-      return result;
+
+    /**
+     * One burst of `size` webhooks: `burst` sends them and resolves their arrival times once its tail is done; the CPU
+     * and commits from just before it until then, and (--pg-statements, measured rounds) its statements, reset and read
+     * outside that span.
+     */
+    const measuredRound = async (sender: Sender, measure: boolean, size: number, burst: () => Promise<number[]>): Promise<Round> => {
+      ctx.receiver.reset();
+      const sampling = statements !== undefined && measure;
+      if (sampling) await statements.reset();
+      const before = snapshot();
+      const commitsBefore = await commits();
+      const arrivals = await burst();
+      const cpuMs = cpuSpent(before, snapshot());
+      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
+      if (sampling) samples.set(sender, [...(samples.get(sender) ?? []), ...(await statements.read())]);
+      return round;
     };
 
     const dispatcherRound = async (measure: boolean): Promise<Round> => {
       await settleDispatcher(ctx, PEER_TABLES);
       const events = new SyntheticEvents(ctx.bus, orgIds);
       const size = measure ? count : warmUpSize;
-      ctx.receiver.reset();
-      const before = snapshot();
-      const commitsBefore = await commits();
       let publishedMs = 0;
-      const arrivals = await sampled("dispatcher", measure, async () => {
+      const round = await measuredRound("dispatcher", measure, size, async () => {
         const started = performance.now();
         await events.burst(size);
         publishedMs = performance.now() - started;
@@ -121,8 +129,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
         return ctx.receiver.received.filter(isFirstAttempt(events.jobIdPrefix)).map((r) => r.receivedAt);
       });
-      const cpuMs = cpuSpent(before, snapshot());
-      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
+      const { cpuMs } = round;
       const others = Object.keys(servicePids).filter((name) => !name.startsWith("service:webhook-dispatcher")).map((name) => `${name.slice("service:".length)} ${round2((cpuMs[name] ?? 0) / size)}`);
       if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (${others.join(", ")}; PostgreSQL ${round2(cpuMs.postgres! / size)}, NATS ${round2(cpuMs.nats! / size)}), ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
       return round;
@@ -133,18 +140,13 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       await settleDispatcher(ctx, PEER_TABLES);
       const prefix = `job_peer${kind.replace(/[^a-z]/g, "")}${Date.now().toString(36)}_`;
       const size = measure ? count : warmUpSize;
-      ctx.receiver.reset();
-      const before = snapshot();
-      const commitsBefore = await commits();
-      const arrivals = await sampled(kind, measure, async () => {
+      const round = await measuredRound(kind, measure, size, async () => {
         await peer.burst(size, prefix, ctx.receiver.url);
         await ctx.receiver.waitFor(isFirstAttempt(prefix), size, 180_000);
         await peer.drain();
         return ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
       });
-      const cpuMs = cpuSpent(before, snapshot());
-      const round = { events: size, spanMs: Math.max(...arrivals) - Math.min(...arrivals), cpuMs, commits: (await commits()) - commitsBefore };
-      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs[kind]! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery`);
+      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(round.cpuMs[kind]! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery`);
       return round;
     };
 

@@ -52,6 +52,9 @@ export interface LocalInfraOptions {
   postgresSettings?: readonly string[];
 }
 
+/** Where and how a server of one kind is started; `settings` go to PostgreSQL only. */
+type StartOptions = { dir: string; persistent: boolean; log: LogFn; settings?: readonly string[] };
+
 /** One piece of infrastructure: its env var, default local URL, health probe and launcher. */
 interface ServerKind {
   name: string;
@@ -60,7 +63,7 @@ interface ServerKind {
   /** Names the local port persistent mode looks for a running server on, instead of the default one. */
   portVar: string;
   isUsable(url: string): Promise<boolean>;
-  start(options: { dir: string; persistent: boolean; log: LogFn; settings?: readonly string[] }): Promise<LocalServer>;
+  start(options: StartOptions): Promise<LocalServer>;
 }
 
 const POSTGRES: ServerKind = {
@@ -154,7 +157,7 @@ async function provideServer(
   kind: ServerKind,
   envUrl: string | undefined,
   probeUrl: string,
-  options: { dir: string; persistent: boolean; log: LogFn; settings?: readonly string[] },
+  options: StartOptions,
 ): Promise<LocalServer> {
   if (envUrl) {
     options.log(`${kind.name}: using ${kind.envVar}`);
