@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -21,7 +18,6 @@ describe("authentication, API keys and rate limits through two gateway replicas"
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("authe2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", LOG_LEVEL: "info", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 1000 }, pro: { requestsPerMinute: 1000 } }) },
       onLine: (service, line) => lines.push(`${service} ${line}`),
     });

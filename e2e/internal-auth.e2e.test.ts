@@ -1,8 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client, credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -135,7 +132,6 @@ describe("internal gRPC calls need a valid call token of a caller the method acc
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("internalauth"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       // Configured keys rather than the derived development ones: the path production takes.
       env: { MODE: "test", LOG_LEVEL: "info", SERVICE_TOKEN_KEYS: KEYS, WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800", INPUT_FETCH_TIMEOUT_MS: "600000" },
       onLine: (service, line) => lines.push(`${service} ${line}`),

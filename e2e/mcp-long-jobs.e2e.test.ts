@@ -1,7 +1,4 @@
-import { mkdtempSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -74,7 +71,6 @@ describe("MCP for long jobs: wait_for_job, tasks, annotations", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("mcp-long"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", LOG_LEVEL: "info" },
     });
     org = await createOrg(system.env, "scale", "Long-job agents");

@@ -1,9 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { connect, createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -170,7 +167,6 @@ describe("SSE streams end with their credential, their lifetime and their client
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("sse"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "test",
         PLANS_JSON: JSON.stringify({ free: { requestsPerMinute: 100_000 }, starter: { requestsPerMinute: 100_000 } }),

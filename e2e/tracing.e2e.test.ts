@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem, type ServiceName } from "@renderbus/testing";
@@ -96,7 +95,6 @@ describe("observability end to end: one trace per job, Prometheus metrics on eve
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("tracee2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "test",
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,

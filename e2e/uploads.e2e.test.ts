@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { createReadStream, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,19 +23,18 @@ const onS3 = process.env.STORAGE === "s3";
 describe("uploads as job inputs", () => {
   let system: RunningSystem;
   let clip: Buffer;
-  let uploadDir: string;
+  let clipPath: string;
 
   beforeAll(async () => {
     const infra = testInfra();
-    clip = readFileSync(join(await makeTestVideo(), "clip.mp4"));
+    clipPath = join(await makeTestVideo(), "clip.mp4");
+    clip = readFileSync(clipPath);
     system = await startSystem({
       repoRoot,
       databaseUrl: await createTestDatabase("uploadse2e"),
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("uploadse2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      uploadDir: (uploadDir = mkdtempSync(join(tmpdir(), "rb-uploads-"))),
       ...(onS3 ? { serviceEnv: { worker: { UPLOAD_DIR: mkdtempSync(join(tmpdir(), "rb-worker-uploads-")) } } } : {}),
       env: { MODE: "test", PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }), IP_REQUESTS_PER_MINUTE: "1000000" },
     });
@@ -136,8 +135,7 @@ describe("uploads as job inputs", () => {
 
   it("uploads with the SDK, reporting progress, and `renderbus jobs submit transcode --file ./clip.mp4 --wait` completes", async () => {
     const { key } = await createOrg(system.env, "pro", "SDK and CLI");
-    const path = join(mkdtempSync(join(tmpdir(), "rb-cli-file-")), "clip.mp4");
-    writeFileSync(path, clip);
+    const path = clipPath;
 
     const client = new RenderbusClient({ apiKey: key, baseUrl: system.gatewayUrl });
     const progress: [number, number | null][] = [];
@@ -169,6 +167,6 @@ describe("uploads as job inputs", () => {
   }, 240_000);
 
   it.runIf(onS3)("keeps uploads in the bucket with STORAGE=s3, none on the gateway's disk", () => {
-    expect(readdirSync(uploadDir)).toEqual([]);
+    expect(readdirSync(system.env.UPLOAD_DIR!)).toEqual([]);
   });
 });

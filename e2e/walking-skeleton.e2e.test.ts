@@ -1,7 +1,4 @@
 import { createHmac } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { api, createOrg, admin, makeTestVideo, startFileServer, startReceiver, waitFor, repoRoot } from "./helpers.js";
@@ -22,7 +19,6 @@ describe("walking skeleton: a job crosses every service", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("skeleton"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", LOG_LEVEL: "info", WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800" },
       onLine: (service, line) => lines.push(`${service} ${line}`),
     });

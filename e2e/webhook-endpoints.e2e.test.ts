@@ -1,7 +1,4 @@
 import { createHmac } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -27,7 +24,6 @@ describe("webhook endpoints end to end: filters per endpoint, the default endpoi
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("endpointse2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "test",
         WEBHOOK_RETRY_SCHEDULE_MS: "100,200,400",

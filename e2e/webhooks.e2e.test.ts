@@ -1,7 +1,4 @@
 import { createHmac } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { api, createOrg, repoRoot, startReceiver, waitFor } from "./helpers.js";
@@ -19,7 +16,6 @@ describe("webhooks end to end: signed deliveries, retries, the delivery log and 
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("hookse2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "test",
         WEBHOOK_RETRY_SCHEDULE_MS: "100,200,400",

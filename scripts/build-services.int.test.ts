@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, SERVICES, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -44,11 +43,14 @@ describe("scripts/build-services.mjs", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("bundles"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", LOG_LEVEL: "info" },
       onLine: (service, line) => lines.push(`${service} ${line}`),
     });
     // startSystem waited for each gRPC health check; the gateway's readiness covers its own dependencies.
+    // Without an outputDir of its caller's, the system's output and uploads live in a directory of its own.
+    const ownDir = dirname(system.env.OUTPUT_DIR!);
+    expect(system.env.UPLOAD_DIR).toBe(join(ownDir, "uploads"));
+    expect(existsSync(system.env.OUTPUT_DIR!)).toBe(true);
     const ready = await fetch(`${system.gatewayUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(process.listenerCount("exit")).toBe(exitListeners + 1);
@@ -74,5 +76,7 @@ describe("scripts/build-services.mjs", () => {
     await system?.stop();
     system = undefined;
     expect(process.listenerCount("exit")).toBe(exitListeners);
+    // ...which stop() removes: a suite that starts dozens of systems leaves nothing in /tmp.
+    expect(existsSync(ownDir)).toBe(false);
   }, 120_000);
 });

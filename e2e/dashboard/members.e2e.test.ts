@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -28,7 +25,6 @@ describe("members and invitations in the dashboard (Better Auth organizations)",
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("memberse2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", LOG_LEVEL: "info" },
     });
     browser = await launchChromium();

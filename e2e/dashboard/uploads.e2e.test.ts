@@ -44,8 +44,6 @@ describe("uploading a file on the dashboard's New job page, in a real browser", 
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("dashuploads"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
-      uploadDir: mkdtempSync(join(tmpdir(), "rb-uploads-")),
       // The free plan's inputs are capped at 100 MB: a 200 MB file would be refused (413) before a byte is sent.
       env: { MODE: "test", PLANS_JSON: JSON.stringify({ free: { maxInputBytes: 256 * 1024 * 1024 } }) },
     });

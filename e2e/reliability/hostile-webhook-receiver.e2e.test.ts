@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "../../services/webhook-dispatcher/src/sending/hostile-receivers.fixture.js";
@@ -24,7 +21,6 @@ describe("a hostile webhook receiver does not take the dispatcher down", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("hostilehooks"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "test",
         WEBHOOK_RETRY_SCHEDULE_MS: "200,400",

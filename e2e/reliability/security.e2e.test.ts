@@ -1,9 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -51,7 +48,6 @@ describe("security in production mode: SSRF guard, secrets kept out of logs", ()
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("security"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: {
         MODE: "production",
         // The SSRF guards under test: on unless lifted, and nothing here lifts them.

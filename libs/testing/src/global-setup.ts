@@ -10,7 +10,12 @@
  * `STORAGE=s3` without S3_ENDPOINT runs the whole run against a local S3-protocol server (local-s3.ts): its STORAGE
  * and S3_* variables are set here, before the test processes start, so every service and store a test makes from
  * the environment uses it.
+ *
+ * Every test process, and every service process a test starts, gets TMPDIR set to a directory of this run, which the
+ * teardown removes: the suite's many temporary directories (media, outputs, uploads, CLI configs...) leave nothing
+ * behind in /tmp, whether or not the test that made one cleaned it up.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -18,22 +23,33 @@ import { ensureFfmpeg, ensureLocalInfra } from './local-infra.js';
 import { startLocalS3 } from './local-s3.js';
 import './provided-context.js';
 
+/** Names the run's temporary directory (TMPDIR of every test process), for the test that checks it. */
+export const RUN_TMPDIR_VARIABLE = 'RENDERBUS_TEST_RUN_TMPDIR';
+
 /** Projects (see vitest.config.ts) whose tests need no infrastructure. */
 const INFRA_FREE_PROJECTS = new Set(['unit']);
 
 const log = (line: string) => console.log(`[infra] ${line}`);
 
-export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Taken before TMPDIR points into the run's directory: the infrastructure's data directory is reused across runs.
+  const systemTmp = os.tmpdir();
+  const runTmp = mkdtempSync(path.join(systemTmp, 'renderbus-test-run-'));
+  process.env[RUN_TMPDIR_VARIABLE] = runTmp;
+  process.env.TMPDIR = runTmp;
+  const removeRunTmp = async () => rmSync(runTmp, { recursive: true, force: true });
+
   const selected = project.vitest.projects.map((each) => each.name);
-  if (selected.length > 0 && selected.every((name) => INFRA_FREE_PROJECTS.has(name))) return undefined;
+  if (selected.length > 0 && selected.every((name) => INFRA_FREE_PROJECTS.has(name))) return removeRunTmp;
 
   await ensureFfmpeg(log);
-  const infra = await ensureLocalInfra({ persistent: false, dataDir: path.join(os.tmpdir(), 'renderbus-test-infra'), log });
+  const infra = await ensureLocalInfra({ persistent: false, dataDir: path.join(systemTmp, 'renderbus-test-infra'), log });
   const s3 = process.env.STORAGE === 's3' && !process.env.S3_ENDPOINT ? await startLocalS3({ log }) : undefined;
   if (s3) Object.assign(process.env, s3.env);
   project.provide('infra', { databaseUrl: infra.databaseUrl, natsUrl: infra.natsUrl, redisUrl: infra.redisUrl });
   return async () => {
     await s3?.stop();
     await infra.stop();
+    await removeRunTmp();
   };
 }

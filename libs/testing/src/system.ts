@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { splitNatsUrl } from "../../bus/src/nats-credentials.js";
@@ -76,8 +77,15 @@ export interface SystemOptions {
   namespace?: string;
   /** Fixed gateway port (npm start uses 3000); tests take a free one. */
   gatewayPort?: number;
-  outputDir: string;
-  /** The gateway's and worker's shared UPLOAD_DIR (docs/uploads.md); default: `<outputDir>-uploads`. */
+  /**
+   * The worker's OUTPUT_DIR. Omitted (tests), the system makes a temporary directory holding it and the uploads
+   * directory, and stop() removes that directory: a suite of systems leaves nothing in /tmp.
+   */
+  outputDir?: string;
+  /**
+   * The gateway's and worker's shared UPLOAD_DIR (docs/uploads.md); default: `<outputDir>-uploads`, or beside the
+   * output in the system's own temporary directory.
+   */
   uploadDir?: string;
   /** Extra environment for every service (MODE, retry schedule, ...). */
   env?: Record<string, string>;
@@ -114,6 +122,10 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const gatewayPort = options.gatewayPort ?? (await getFreePort());
   const [authGrpc, jobsGrpc, webhooksGrpc, authHttp, gatewayMetrics] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
   const publicUrl = `http://127.0.0.1:${gatewayPort}`;
+  // Only a directory made here is removed by stop(): a caller's directories (npm start's, the bench's) are its own.
+  const ownDir = options.outputDir === undefined ? mkdtempSync(join(tmpdir(), "rb-system-")) : undefined;
+  const outputDir = options.outputDir ?? join(ownDir!, "output");
+  if (ownDir) mkdirSync(outputDir);
   const env: Record<string, string> = {
     MODE: "development",
     LOG_LEVEL: "info",
@@ -133,8 +145,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     JOBS_GRPC_ADDRESS: `127.0.0.1:${jobsGrpc}`,
     WEBHOOKS_GRPC_PORT: String(webhooksGrpc),
     WEBHOOKS_GRPC_ADDRESS: `127.0.0.1:${webhooksGrpc}`,
-    OUTPUT_DIR: options.outputDir,
-    UPLOAD_DIR: options.uploadDir ?? `${options.outputDir}-uploads`,
+    OUTPUT_DIR: outputDir,
+    UPLOAD_DIR: options.uploadDir ?? (ownDir ? join(ownDir, "uploads") : `${outputDir}-uploads`),
     // Inputs and webhook receivers of tests (and npm start's demo) are on 127.0.0.1: lift the SSRF guards, except in
     // production mode, whose systems (the security suite) keep them unless a test lifts them itself.
     ...(options.env?.MODE === "production" ? {} : { ALLOW_PRIVATE_ADDRESSES: "true" }),
@@ -209,6 +221,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       process.off("exit", killOnExit);
       for (const child of extraGateways) child.kill("SIGTERM");
       for (const service of [...SERVICES].reverse()) await stopOne(service, "SIGTERM");
+      if (ownDir) rmSync(ownDir, { recursive: true, force: true });
     },
   };
   // Removed by stop(): a process that starts one system after another (the chaos suite's --repeat) keeps one listener.

@@ -65,7 +65,6 @@ describe("renderbus CLI against the running system", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("clie2e"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { MODE: "test", IP_REQUESTS_PER_MINUTE: "1000000", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 100000 } }) },
     });
   }, 120_000);

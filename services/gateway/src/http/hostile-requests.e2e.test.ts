@@ -1,8 +1,5 @@
 import { execFile } from "node:child_process";
 import { Agent, request as httpRequest } from "node:http";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signOutputUrl } from "@renderbus/storage";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -76,7 +73,6 @@ describe("a gateway under hostile requests (SECURITY-AUDIT findings 13, 20, 23)"
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("hostile"),
-      outputDir: mkdtempSync(join(tmpdir(), "rb-out-")),
       env: { OUTPUT_SIGNING_SECRET, PLANS_JSON: JSON.stringify({ pro: { requestsPerMinute: 100000 } }), IP_REQUESTS_PER_MINUTE: "1000000" },
       onLine: (service, line) => lines.push(`${service} ${line}`),
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { jobs } from "@renderbus/contracts";
-import { getJobCached, TerminalJobCache } from "./terminal-job-cache.js";
+import { TerminalJobCache } from "./terminal-job-cache.js";
 
 const job = (id: string, status: string, orgId = "org_a"): jobs.Job => ({ id, orgId, status, type: "thumbnail", webhookDeliveries: [] }) as unknown as jobs.Job;
 
@@ -9,7 +9,7 @@ describe("the gateway's cache of finished jobs", () => {
     let now = 0;
     const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
     let calls = 0;
-    const read = (found: jobs.Job) => getJobCached(cache, "org_a", found.id, async () => (calls++, found));
+    const read = (found: jobs.Job) => cache.read("org_a", found.id, async () => (calls++, found));
     await read(job("job_1", "running"));
     await read(job("job_1", "running"));
     expect(calls).toBe(2);
@@ -24,6 +24,48 @@ describe("the gateway's cache of finished jobs", () => {
     calls = 0;
     await read(job("job_completed", "completed"));
     expect(calls).toBe(1); // expired: asked again
+  });
+
+  it("lets the pollers of a finished job whose entry ran out share one read of it, and no read a delivery update may have overtaken", async () => {
+    let now = 0;
+    const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
+    const reads: Array<(job: jobs.Job) => void> = [];
+    const fetch = () => new Promise<jobs.Job>((resolve) => reads.push(resolve));
+    const poll = () => cache.read("org_a", "job_1", fetch);
+    const first = poll();
+    reads[0]!(job("job_1", "completed"));
+    await first;
+    now = 2_000; // the entry ran out: ten pollers at once
+    const pollers = Array.from({ length: 10 }, poll);
+    expect(reads).toHaveLength(2);
+    const refreshed = job("job_1", "completed");
+    reads[1]!(refreshed);
+    expect(await Promise.all(pollers)).toEqual(Array(10).fill(refreshed));
+    expect(await poll()).toBe(refreshed); // cached again
+
+    now = 4_000;
+    const before = poll();
+    expect(reads).toHaveLength(3);
+    cache.forget("job_1"); // a delivery of the job moved while that read was under way
+    const after = poll();
+    expect(reads).toHaveLength(4); // its own read, not the older one
+    reads[2]!(job("job_1", "completed"));
+    reads[3]!(job("job_1", "completed"));
+    await Promise.all([before, after]);
+  });
+
+  it("never shares a read of a job it has not seen finished, nor another org's", async () => {
+    let now = 0;
+    const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
+    let calls = 0;
+    const fetch = (status: string, orgId = "org_a") => async () => (calls++, job("job_1", status, orgId));
+    await Promise.all([cache.read("org_a", "job_1", fetch("running")), cache.read("org_a", "job_1", fetch("running"))]);
+    expect(calls).toBe(2); // a read after a write (a cancel) must see it: unfinished jobs are read each time
+    await cache.read("org_a", "job_1", fetch("completed"));
+    now = 2_000;
+    calls = 0;
+    await Promise.all([cache.read("org_a", "job_1", fetch("completed")), cache.read("org_b", "job_1", fetch("completed", "org_b"))]);
+    expect(calls).toBe(2);
   });
 
   it("never serves one org's job to another org", async () => {

@@ -28,6 +28,8 @@ export class TerminalJobCache {
   private readonly entries = new Map<string, Entry>();
   /** Jobs whose delivery log just moved, until when they are not cached again (see `forget`). */
   private readonly changing = new Map<string, number>();
+  /** Reads of finished jobs whose entry ran out, shared by the pollers that ask meanwhile (see `read`). */
+  private readonly refreshing = new Map<string, Promise<jobs.Job>>();
   private readonly maxEntries: number;
   private readonly now: () => number;
 
@@ -45,6 +47,33 @@ export class TerminalJobCache {
       return undefined;
     }
     return entry.job;
+  }
+
+  /**
+   * GetJob through the cache: a fresh entry answers at once, a miss asks `fetch` and remembers a finished job. When a
+   * finished job's entry has run out, every poller asking while it is read again waits for that one read instead of
+   * each calling the jobs service (a job many clients poll would otherwise cost a burst of calls every TTL). Only
+   * such a refresh is shared: the job's status cannot change any more, and a delivery update (`forget`) ends the
+   * sharing, so no answer is older than the request. Any other miss (a job never seen finished) reads on its own,
+   * so a read after a write always sees it.
+   */
+  async read(orgId: string, jobId: string, fetch: () => Promise<jobs.Job>): Promise<jobs.Job> {
+    const entry = this.entries.get(jobId);
+    if (!entry || entry.job.orgId !== orgId) return this.fetchAndRemember(fetch);
+    if (entry.expiresAt > this.now()) return entry.job;
+    const shared = this.refreshing.get(jobId);
+    if (shared) return shared;
+    const refresh = this.fetchAndRemember(fetch).finally(() => {
+      if (this.refreshing.get(jobId) === refresh) this.refreshing.delete(jobId);
+    });
+    this.refreshing.set(jobId, refresh);
+    return refresh;
+  }
+
+  private async fetchAndRemember(fetch: () => Promise<jobs.Job>): Promise<jobs.Job> {
+    const job = await fetch();
+    this.remember(job);
+    return job;
   }
 
   /** Keeps `job` if it is terminal. */
@@ -78,13 +107,4 @@ export class TerminalJobCache {
   get size(): number {
     return this.entries.size;
   }
-}
-
-/** GetJob through the cache: a hit answers at once, a miss asks the jobs service and remembers a finished job. */
-export async function getJobCached(cache: TerminalJobCache, orgId: string, jobId: string, fetch: () => Promise<jobs.Job>): Promise<jobs.Job> {
-  const cached = cache.get(orgId, jobId);
-  if (cached) return cached;
-  const job = await fetch();
-  cache.remember(job);
-  return job;
 }

@@ -2,7 +2,6 @@ import type { FastifyInstance } from "fastify";
 import type { jobs } from "@renderbus/contracts";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
-import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
 
 /** Statuses a job never leaves. */
 export const TERMINAL_JOB_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
@@ -42,7 +41,7 @@ export class JobWaits {
   /** The job once terminal, or as it is when `timeoutMs` has passed, `signal` aborts (the client left) or the gateway closes. */
   waitForJob(auth: AuthContext, jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<jobs.Job> {
     return this.waitUntil(
-      () => getJobCached(this.deps.finishedJobs, auth.orgId, jobId, () => this.deps.jobs.getJob({ jobId }, { auth })),
+      () => this.deps.finishedJobs.read(auth.orgId, jobId, () => this.deps.jobs.getJob({ jobId }, { auth })),
       (job) => TERMINAL_JOB_STATUSES.has(job.status),
       (wake) => this.deps.jobEvents.watch(jobId, wake),
       timeoutMs,

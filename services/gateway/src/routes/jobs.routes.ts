@@ -8,7 +8,6 @@ import { list, one, page } from "./response-schemas.js";
 import { presentBatch, presentJob } from "../present/present.js";
 import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
-import { getJobCached } from "../jobs-cache/terminal-job-cache.js";
 import { checkUploadInputs } from "../uploads/upload-inputs.js";
 import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 
@@ -33,7 +32,7 @@ const QUEUE_CAP_NOTE =
  * this too, so whatever GET shows of a job (its progress while running, say) they show the same way.
  */
 export async function jobView(deps: GatewayDeps, auth: AuthContext, jobId: string) {
-  const job = await getJobCached(deps.finishedJobs, auth.orgId, jobId, () => deps.jobs.getJob({ jobId }, { auth }));
+  const job = await deps.finishedJobs.read(auth.orgId, jobId, () => deps.jobs.getJob({ jobId }, { auth }));
   return presentJob(job, deps.jobProgress?.get(auth.orgId, job.id));
 }
 
