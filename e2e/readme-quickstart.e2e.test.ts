@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
+import { keptLogPath } from "../libs/testing/src/run-tmpdir.js";
 import { copyCheckout } from "./checkout-copy.js";
 import { repoRoot, waitFor } from "./helpers.js";
 
@@ -109,7 +110,7 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
   }, 300_000);
 
   afterAll(async () => {
-    writeFileSync(join(tmpdir(), "renderbus-readme-quickstart.log"), allOutput());
+    writeFileSync(keptLogPath("renderbus-readme-quickstart.log"), allOutput());
     for (const child of background.reverse()) {
       if (child.pid === undefined || child.exitCode !== null) continue;
       try {

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, makeTestVideo, startFileServer, waitFor } from "../e2e/helpers.js";
 import { copyCheckout } from "../e2e/checkout-copy.js";
 import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
+import { keptLogPath } from "../libs/testing/src/run-tmpdir.js";
 
 const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
@@ -125,7 +126,7 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
 
   afterAll(async () => {
     // For a failure's post-mortem: everything npm start printed.
-    writeFileSync(join(tmpdir(), "renderbus-start-int-test.log"), output);
+    writeFileSync(keptLogPath("renderbus-start-int-test.log"), output);
     if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
     for (const match of output.matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
       if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");
@@ -243,7 +244,7 @@ describe.skipIf(!isRoot)("npm start as an ordinary user, from that user's privat
   }, 480_000);
 
   afterAll(async () => {
-    writeFileSync(join(tmpdir(), "renderbus-start-int-test.log"), output);
+    writeFileSync(keptLogPath("renderbus-start-int-test.log"), output);
     if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
     for (const match of ownOutput().matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
       if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");

@@ -15,16 +15,14 @@
  * teardown removes: the suite's many temporary directories (media, outputs, uploads, CLI configs...) leave nothing
  * behind in /tmp, whether or not the test that made one cleaned it up.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureFfmpeg, ensureLocalInfra } from './local-infra.js';
 import { startLocalS3 } from './local-s3.js';
 import './provided-context.js';
-
-/** Names the run's temporary directory (TMPDIR of every test process), for the test that checks it. */
-export const RUN_TMPDIR_VARIABLE = 'RENDERBUS_TEST_RUN_TMPDIR';
+import { KEPT_LOGS_DIR_VARIABLE, RUN_TMPDIR_VARIABLE } from './run-tmpdir.js';
 
 /** Projects (see vitest.config.ts) whose tests need no infrastructure. */
 const INFRA_FREE_PROJECTS = new Set(['unit']);
@@ -35,7 +33,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Taken before TMPDIR points into the run's directory: the infrastructure's data directory is reused across runs.
   const systemTmp = os.tmpdir();
   const runTmp = mkdtempSync(path.join(systemTmp, 'renderbus-test-run-'));
+  // The same permissions as /tmp (sticky, anyone may create files): tests run `npm start` as another user (whose tsx
+  // writes its cache to TMPDIR), and a checkout copied into it keeps its servers' data in its .data (the postgres
+  // user must reach it; README, "npm start").
+  chmodSync(runTmp, 0o1777);
   process.env[RUN_TMPDIR_VARIABLE] = runTmp;
+  process.env[KEPT_LOGS_DIR_VARIABLE] = systemTmp;
   process.env.TMPDIR = runTmp;
   const removeRunTmp = async () => rmSync(runTmp, { recursive: true, force: true });
 

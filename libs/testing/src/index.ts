@@ -8,3 +8,4 @@ export * from './test-infra.js';
 export * from "./test-database.js";
 export * from "./system.js";
 export * from "./outcome.js";
+export * from "./run-tmpdir.js";
