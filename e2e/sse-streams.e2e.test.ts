@@ -345,6 +345,10 @@ describe("SSE streams end with their credential, their lifetime and their client
     const gateway = system.gatewayUrl;
     const paths = ["/webhooks/events/stream", `/jobs/${jobId}/events`];
     await waitFor(async () => ((await streamGauges(metricsPort)).streams === 0 ? true : undefined), { what: "no open streams before" });
+    // The job event hub stays subscribed for JOB_EVENTS_LINGER_MS after its last watcher: one stream held across the
+    // measurement keeps that subscription in both counts, however long ago an earlier test's watchers left.
+    const holder = await openStream(`${gateway}/jobs/${jobId}/events`, bearer(key));
+    await waitForFirstEvent(holder);
     const before = await streamGauges(metricsPort);
 
     // Drops land anywhere from before the request is parsed to after the stream opened.
@@ -368,6 +372,7 @@ describe("SSE streams end with their credential, their lifetime and their client
     expect(heldAfter).toEqual(heldBefore);
     // Each leaked stream would keep two intervals and a lifetime timer; other timers of the process come and go.
     expect(Math.abs(timersAfter - timersBefore)).toBeLessThan(20);
+    holder.close();
     await waitFor(async () => ((await redis.zcard(`rb:sse:${orgId}`)) === 0 ? true : undefined), { timeoutMs: 5_000, what: "org slots released" });
 
     // And the org still has all 20 of its slots.
