@@ -1,6 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { ensureFfmpeg, ensureLocalInfra, startSystem, type LocalInfra, type RunningSystem, type ServiceName } from "@renderbus/testing";
@@ -45,9 +43,6 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
   await ensureFfmpeg(log);
   const databaseUrl = await createDatabase(infra.databaseUrl);
   const namespace = `bench${randomBytes(4).toString("hex")}`;
-  const outputDir = await mkdtemp(join(tmpdir(), "rb-bench-out-"));
-  // Its own, so that stop() removes what it made (startSystem's default would sit beside outputDir).
-  const uploadDir = await mkdtemp(join(tmpdir(), "rb-bench-uploads-"));
   const tails = new Map<ServiceName, string[]>();
   const watchers = new Set<{ service: ServiceName; listener: (line: string) => void }>();
   let system: RunningSystem;
@@ -58,8 +53,7 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace,
-      outputDir,
-      uploadDir,
+      // No outputDir: the system makes its own for outputs and uploads, and its stop() (or a failed start) removes it.
       // The load comes from one address: the per-client budget (IP_REQUESTS_PER_MINUTE) is lifted like the plans'.
       env: { PLANS_JSON: JSON.stringify(BENCH_PLANS), MODE: "development", IP_REQUESTS_PER_MINUTE: "100000000", ...extraEnv },
       onLine: (service, line) => {
@@ -72,8 +66,6 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
     });
   } catch (error) {
     await infra.stop().catch(() => undefined);
-    await rm(outputDir, { recursive: true, force: true });
-    await rm(uploadDir, { recursive: true, force: true });
     throw error;
   }
   return {
@@ -90,8 +82,6 @@ export async function startBenchEnvironment(log: (line: string) => void, extraEn
     stop: async () => {
       await system.stop();
       await infra.stop().catch(() => undefined);
-      await rm(outputDir, { recursive: true, force: true });
-      await rm(uploadDir, { recursive: true, force: true });
     },
   };
 }

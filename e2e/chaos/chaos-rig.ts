@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { natsConnectOptions, SERVICES, startSystem, type RunningSystem, type ServiceName } from "@renderbus/testing";
@@ -70,7 +67,6 @@ export async function startChaosRig(options: RigOptions): Promise<ChaosRig> {
     natsUrl: nats.url,
     redisUrl: options.redisUrl,
     namespace: "",
-    outputDir: mkdtempSync(join(tmpdir(), "rb-chaos-out-")),
     env: {
       MODE: "test",
       LOG_LEVEL: "warn",

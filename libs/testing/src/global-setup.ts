@@ -22,7 +22,7 @@ import type { TestProject } from 'vitest/node';
 import { ensureFfmpeg, ensureLocalInfra } from './local-infra.js';
 import { startLocalS3 } from './local-s3.js';
 import './provided-context.js';
-import { KEPT_LOGS_DIR_VARIABLE, RUN_TMPDIR_VARIABLE } from './run-tmpdir.js';
+import { KEPT_LOGS_DIR_VARIABLE } from './run-tmpdir.js';
 
 /** Projects (see vitest.config.ts) whose tests need no infrastructure. */
 const INFRA_FREE_PROJECTS = new Set(['unit']);
@@ -37,7 +37,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // writes its cache to TMPDIR), and a checkout copied into it keeps its servers' data in its .data (the postgres
   // user must reach it; README, "npm start").
   chmodSync(runTmp, 0o1777);
-  process.env[RUN_TMPDIR_VARIABLE] = runTmp;
   process.env[KEPT_LOGS_DIR_VARIABLE] = systemTmp;
   process.env.TMPDIR = runTmp;
   const removeRunTmp = async () => rmSync(runTmp, { recursive: true, force: true });

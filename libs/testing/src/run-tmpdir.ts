@@ -1,8 +1,6 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** Names the run's temporary directory: TMPDIR of every test process (libs/testing/src/global-setup.ts). */
-export const RUN_TMPDIR_VARIABLE = "RENDERBUS_TEST_RUN_TMPDIR";
 /** Names the machine's temporary directory, outside the run's: where logs kept for a post-mortem go. */
 export const KEPT_LOGS_DIR_VARIABLE = "RENDERBUS_TEST_KEPT_LOGS_DIR";
 

@@ -40,13 +40,17 @@ export class TerminalJobCache {
 
   /** The cached job if it belongs to `orgId` and is fresh; another org's job is a miss, never a hit. */
   get(orgId: string, jobId: string): jobs.Job | undefined {
+    const entry = this.entryOf(orgId, jobId);
+    return entry && entry.expiresAt > this.now() ? entry.job : undefined;
+  }
+
+  /**
+   * The entry of `orgId`'s job, fresh or not: one that ran out stays until it is read again (see `read`) or pushed out
+   * by newer ones (`maxEntries`).
+   */
+  private entryOf(orgId: string, jobId: string): Entry | undefined {
     const entry = this.entries.get(jobId);
-    if (!entry || entry.job.orgId !== orgId) return undefined;
-    if (entry.expiresAt <= this.now()) {
-      this.entries.delete(jobId);
-      return undefined;
-    }
-    return entry.job;
+    return entry?.job.orgId === orgId ? entry : undefined;
   }
 
   /**
@@ -58,8 +62,8 @@ export class TerminalJobCache {
    * so a read after a write always sees it.
    */
   async read(orgId: string, jobId: string, fetch: () => Promise<jobs.Job>): Promise<jobs.Job> {
-    const entry = this.entries.get(jobId);
-    if (!entry || entry.job.orgId !== orgId) return this.fetchAndRemember(fetch);
+    const entry = this.entryOf(orgId, jobId);
+    if (!entry) return this.fetchAndRemember(fetch);
     if (entry.expiresAt > this.now()) return entry.job;
     const shared = this.refreshing.get(jobId);
     if (shared) return shared;
