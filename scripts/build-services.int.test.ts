@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -31,6 +31,21 @@ describe("scripts/build-services.mjs", () => {
       // npm packages stay external (resolved from node_modules at run time), never inlined.
       expect(bundle).toMatch(/from\s*["']pino["']/);
     }
+  });
+
+  it("leaves an unchanged bundle's files untouched, so services of the same suite starting from them meanwhile read whole files", async () => {
+    await run(process.execPath, [join(repoRoot, "scripts", "build-services.mjs"), "gateway"], { cwd: repoRoot });
+    const files = ["service.mjs", "service.mjs.map", "main.mjs"].map((file) => join(repoRoot, "services", "gateway", "dist", file));
+    const identity = (file: string) => {
+      const { ino, mtimeMs } = statSync(file);
+      return { ino, mtimeMs };
+    };
+    const before = files.map(identity);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await run(process.execPath, [join(repoRoot, "scripts", "build-services.mjs"), "gateway"], { cwd: repoRoot });
+    // Written in place, a file keeps its inode but not its modification time; renamed over, it keeps neither.
+    expect(files.map(identity)).toEqual(before);
+    expect(readdirSync(join(repoRoot, "services", "gateway", "dist")).filter((file) => file.endsWith(".partial"))).toEqual([]);
   });
 
   it("runs every service from its bundle with plain node against real PostgreSQL and NATS", async () => {

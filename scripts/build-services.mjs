@@ -8,7 +8,8 @@
 // every npm package stays an import resolved from node_modules at run time, so native addons, dynamic requires
 // and packages reading their own files keep working as they do under tsx.
 import { existsSync, readdirSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -104,6 +105,19 @@ export const NODE_BUNDLE = {
   logLevel: 'warning',
 };
 
+/**
+ * Writes a build output only when it changed, and then by renaming a complete file over the old one: the test suite
+ * runs services from these bundles while some of its tests (and the bench) build them again, and a service starting
+ * meanwhile must read either the old file or the new one, never half of one.
+ */
+async function replaceIfChanged(file, contents) {
+  const current = await readFile(file).catch(() => undefined);
+  if (current && Buffer.compare(current, contents) === 0) return;
+  const partial = `${file}.${process.pid}.${randomUUID()}.partial`;
+  await writeFile(partial, contents);
+  await rename(partial, file);
+}
+
 /** Builds the bundles; returns per-service output sizes. */
 export async function buildServices(names = []) {
   const built = [];
@@ -114,10 +128,13 @@ export async function buildServices(names = []) {
         entryPoints: [path.join(servicesDir, service, 'src', 'main.ts')],
         outfile: path.join(outdir, 'service.mjs'),
         ...NODE_BUNDLE,
+        write: false,
         metafile: true,
         plugins: [npmPackagesExternal, sourceLocationImportMeta(outdir)],
       });
-      await writeFile(path.join(outdir, 'main.mjs'), launcherSource('service.mjs'));
+      await mkdir(outdir, { recursive: true });
+      for (const file of result.outputFiles) await replaceIfChanged(file.path, file.contents);
+      await replaceIfChanged(path.join(outdir, 'main.mjs'), Buffer.from(launcherSource('service.mjs')));
       // Left by builds from before the launcher, when main.mjs was the bundle.
       await rm(path.join(outdir, 'main.mjs.map'), { force: true });
       const bytes = Object.entries(result.metafile.outputs).find(([file]) => file.endsWith('.mjs'))?.[1].bytes ?? 0;

@@ -20,9 +20,9 @@ export type ServiceName = (typeof SERVICES)[number];
 export type ServiceRuntime = "source" | "bundle";
 
 /**
- * The runtime when a caller does not choose one: `RENDERBUS_SERVICE_RUNTIME=bundle` lets a harness (the bench, or
- * the e2e suite run against the shipped bundles) switch every system and replica it starts without threading an
- * option through code it does not own.
+ * The runtime when a caller does not choose one: `RENDERBUS_SERVICE_RUNTIME=bundle` lets a harness (the bench, and
+ * the test suite, whose global setup builds the bundles and sets it unless the run chose `source`) switch every system
+ * and replica it starts without threading an option through code it does not own.
  */
 export function defaultServiceRuntime(): ServiceRuntime {
   return process.env.RENDERBUS_SERVICE_RUNTIME === "bundle" ? "bundle" : "source";
