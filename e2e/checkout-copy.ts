@@ -18,7 +18,14 @@ export async function copyCheckout(target: string): Promise<void> {
     maxBuffer: 64 * 1024 * 1024,
   });
   const dashboardBuild = join(repoRoot, "apps", "dashboard", "dist");
-  if (existsSync(dashboardBuild)) cpSync(dashboardBuild, join(target, "apps", "dashboard", "dist"), { recursive: true, preserveTimestamps: true });
+  if (existsSync(dashboardBuild)) {
+    const copied = join(target, "apps", "dashboard", "dist");
+    cpSync(dashboardBuild, copied, { recursive: true, preserveTimestamps: true });
+    // tar made the copy's folders now (it was given files, not folders), so scripts/bootstrap.mjs would take the
+    // dashboard's sources for changed and rebuild it (5-20 s); the build is this checkout's, as current as it is.
+    const now = new Date();
+    utimesSync(join(copied, "index.html"), now, now);
+  }
 
   const modules = join(target, "node_modules");
   mkdirSync(modules);

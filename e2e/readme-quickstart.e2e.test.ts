@@ -112,11 +112,13 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
   afterAll(async () => {
     writeFileSync(keptLogPath("renderbus-readme-quickstart.log"), allOutput());
     for (const child of background.reverse()) {
-      if (child.pid === undefined || child.exitCode !== null) continue;
+      if (child.pid === undefined || !isProcessAlive(-child.pid)) continue;
       try {
         process.kill(-child.pid, "SIGINT");
-        // npm start stops every service and server it started within a minute (start.int.test.ts).
-        await waitFor(() => child.exitCode !== null || undefined, { timeoutMs: 90_000, intervalMs: 200, what: "a background command to stop" }).catch(() => process.kill(-child.pid!, "SIGKILL"));
+        // npm start stops every service and server it started within a minute (start.int.test.ts). Stopped means its
+        // whole process group is gone: the shell itself dies of the SIGINT at once (a signal, so its exitCode stays
+        // null), while what it started may still be shutting down.
+        await waitFor(() => !isProcessAlive(-child.pid!) || undefined, { timeoutMs: 90_000, intervalMs: 200, what: "a background command to stop" }).catch(() => process.kill(-child.pid!, "SIGKILL"));
       } catch {
         // already gone
       }
@@ -139,8 +141,8 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
         background.push(child);
         child.stdout!.on("data", append);
         child.stderr!.on("data", append);
-        await waitFor(() => outputs.get(block)!.includes(block.until!) || child.exitCode !== null || undefined, { timeoutMs: 480_000, intervalMs: 200, what: `"${block.until}" from ${block.code}` });
-        if (!outputs.get(block)!.includes(block.until!)) throw new Error(`${block.code} exited (${child.exitCode}):\n${outputs.get(block)!.slice(-5000)}`);
+        await waitFor(() => outputs.get(block)!.includes(block.until!) || child.exitCode !== null || child.signalCode !== null || undefined, { timeoutMs: 480_000, intervalMs: 200, what: `"${block.until}" from ${block.code}` });
+        if (!outputs.get(block)!.includes(block.until!)) throw new Error(`${block.code} exited (${child.exitCode ?? child.signalCode}):\n${outputs.get(block)!.slice(-5000)}`);
       } else {
         const script = `set -euo pipefail\nsource '${stateFile}'\n${code}\nexport -p > '${stateFile}'\n`;
         const child = spawn("bash", ["-c", script], { cwd: checkout, env, stdio: ["ignore", "pipe", "pipe"] });
