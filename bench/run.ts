@@ -76,8 +76,9 @@ async function main(): Promise<number> {
       // orgs to fill their 4 x 64 attempt slots, and only with the load spread evenly: with 16 its 4-replica point
       // measured the cap (128 in flight), with exactly 32 it still spent more CPU per delivery than one replica; it
       // gets 64 (webhookSpread). The other webhook benchmarks keep 32: a burst over more orgs costs the dispatcher
-      // more per delivery (bench/findings.md, "The shared point of the capped dispatchers", "Twelfth round").
-      ...Array.from({ length: 64 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
+      // more per delivery (bench/findings.md, "The shared point of the capped dispatchers", "Twelfth round"). A quick
+      // run's curve stops at 2 replicas (128 slots, 16 orgs): 32 in all.
+      ...Array.from({ length: sizes.quick ? 32 : 64 }, (_, i) => createBenchOrg(cliEnv, { name: `bench webhooks ${i}`, plan: "starter", webhookUrl: receiver.url })),
     ]);
     const ctx: BenchContext = { sizes, env, gatewayUrl: system.gatewayUrl, bus, receiver, inputs, orgs: { main: main!, batch: batch!, accept: accept!, webhook: webhook.slice(0, 32), webhookSpread: webhook }, log, ...(args.profile ? { profileDir: resolve(args.profile) } : {}), pgStatements: args["pg-statements"] };
 

@@ -16,8 +16,9 @@ import { round2 } from "../stats.js";
 
 const run = promisify(execFile);
 
-/** The source: 30 s of 1280x720 H.264 at 30 fps with AAC audio, made once per run. */
+/** The source: 30 s of 1280x720 H.264 at 30 fps with AAC audio, made once per run (12 s in a quick run, which checks the machinery). */
 const SOURCE_SECONDS = 30;
+const QUICK_SOURCE_SECONDS = 12;
 const OVERHEAD_TARGET = 1.05;
 // What the worker's run-ffmpeg adds to the sandbox limits (FILE_SIZE_SLACK_BYTES there).
 const FILE_SIZE_SLACK_BYTES = 64 * 1024 * 1024;
@@ -54,6 +55,7 @@ interface JobProfile {
 export async function benchJobOverhead(ctx: BenchContext): Promise<BenchmarkResult[]> {
   // Seven rounds: the machine is shared, and single transcodes of the same file vary by +-20% from one minute to the next.
   const rounds = ctx.sizes.quick ? 2 : 7;
+  const sourceSeconds = ctx.sizes.quick ? QUICK_SOURCE_SECONDS : SOURCE_SECONDS;
   const mediaDir = await mkdtemp(join(tmpdir(), "rb-bench-overhead-"));
   const phasesSeen = new Map<string, Record<string, number>>();
   const stopWatching = ctx.env.watch("worker", (line) => {
@@ -69,8 +71,8 @@ export async function benchJobOverhead(ctx: BenchContext): Promise<BenchmarkResu
     const source = join(mediaDir, "source.mp4");
     await run("ffmpeg", [
       "-v", "error", "-y",
-      "-f", "lavfi", "-i", `testsrc=duration=${SOURCE_SECONDS}:size=1280x720:rate=30`,
-      "-f", "lavfi", "-i", `sine=frequency=440:duration=${SOURCE_SECONDS}`,
+      "-f", "lavfi", "-i", `testsrc=duration=${sourceSeconds}:size=1280x720:rate=30`,
+      "-f", "lavfi", "-i", `sine=frequency=440:duration=${sourceSeconds}`,
       "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", source,
     ]);
     const sourceUrl = ctx.inputs.publish("overhead-source.mp4", source);
@@ -82,7 +84,7 @@ export async function benchJobOverhead(ctx: BenchContext): Promise<BenchmarkResu
         type: "transcode",
         params: {},
         // The reservation of a 30 s source covers 30 s: the worker caps the output there (-t 30.000).
-        args: (input, output) => capOutputDuration(buildTranscodeArgs(transcodeParams, input, output), SOURCE_SECONDS * 1000),
+        args: (input, output) => capOutputDuration(buildTranscodeArgs(transcodeParams, input, output), sourceSeconds * 1000),
         outputName: `output.${transcodeParams.format}`,
       },
       {
@@ -109,7 +111,7 @@ export async function benchJobOverhead(ctx: BenchContext): Promise<BenchmarkResu
       }
     }
     await collectWorkerPhases(ctx, [...samples.values()].flat(), phasesSeen);
-    return [overheadResult(jobs, samples, rounds, sandbox), profileResult(jobs, samples)];
+    return [overheadResult(jobs, samples, rounds, sandbox, sourceSeconds), profileResult(jobs, samples)];
   } finally {
     stopWatching();
     await rm(mediaDir, { recursive: true, force: true });
@@ -240,7 +242,7 @@ const median = (values: number[]): number => {
 };
 const seconds = (ms: number) => round2(ms / 1000);
 
-function overheadResult(jobs: Measured[], samples: Map<string, JobProfile[]>, rounds: number, sandbox: SandboxSettings): BenchmarkResult {
+function overheadResult(jobs: Measured[], samples: Map<string, JobProfile[]>, rounds: number, sandbox: SandboxSettings, sourceSeconds: number): BenchmarkResult {
   const rows: Array<Array<string | number>> = [];
   const data: Record<string, unknown> = {};
   const targets: TargetCheck[] = [];
@@ -276,7 +278,7 @@ function overheadResult(jobs: Measured[], samples: Map<string, JobProfile[]>, ro
     rows,
     targets,
     notes: [
-      `Source: ${SOURCE_SECONDS} s of 1280x720 30 fps H.264 + AAC (lavfi testsrc + sine), served by the bench's loopback file server. Transcode with the job type's defaults (libx264 veryfast CRF 23, AAC 128k, mp4 +faststart, -t ${SOURCE_SECONDS}.000 as the reservation caps it); thumbnail at 10 s as jpg.`,
+      `Source: ${sourceSeconds} s of 1280x720 30 fps H.264 + AAC (lavfi testsrc + sine), served by the bench's loopback file server. Transcode with the job type's defaults (libx264 veryfast CRF 23, AAC 128k, mp4 +faststart, -t ${sourceSeconds}.000 as the reservation caps it); thumbnail at 10 s as jpg.`,
       "The bare and sandboxed commands are built by the provider's own argument builders with the worker's guard options (format/protocol whitelists, -max_pixels, -fs), on a copy of the source in a fresh directory; their time is spawn to exit.",
       "The Renderbus figure is the client's: POST /jobs sent until the job.completed event arrives on NATS. It includes the minimum reservation, the download, ffprobe, the credit reservation, StartJob, the provider, measuring the output, storing the output and the completion report (section 9 splits it).",
       "A thumbnail's ffmpeg run takes a fraction of a second, so its ratio is the fixed cost of a job, not a proportional overhead; the target is judged on the transcode.",
