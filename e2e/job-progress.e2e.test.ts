@@ -45,9 +45,10 @@ describe("live job progress (docs/concepts.md, Progress)", () => {
     const infra = testInfra();
     await ensureDashboardBuilt();
     const dir = mkdtempSync(join(tmpdir(), "rb-progress-media-"));
-    // Long enough to encode for several seconds with the "slow" preset, even on an idle machine.
+    // Long enough to encode for several seconds with the "slow" preset, even on an idle machine (20 s of it: ~18 s of
+    // CPU here, ~10 s of wall time on 2 idle cores), and no longer: four such transcodes are most of this file's time.
     await run("ffmpeg", [
-      "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=duration=40:size=960x540:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:duration=40",
+      "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=duration=20:size=960x540:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:duration=20",
       "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", join(dir, "clip.mp4"),
     ]);
     media = await startFileServer(dir);
