@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './libs/testing/src/slow-first-sequencer.js';
 
 /** Where tests live: beside the code in libs and services, plus services' own test/ folders. */
 const testRoots = [
@@ -35,6 +36,8 @@ export default defineConfig({
     ...shared,
     // Runs once per `vitest` invocation in the root project; it skips starting servers when only `unit` runs.
     globalSetup: ['libs/testing/src/global-setup.ts'],
+    // The files that take minutes start first, so that no worker is left running one alone at the end.
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         test: {
