@@ -4,7 +4,7 @@ import type { InputServer } from "./file-server.js";
 import type { BenchOrg } from "./orgs.js";
 import type { WebhookReceiver } from "./receiver.js";
 
-/** Sizes of one run: `--quick` shrinks every benchmark so the whole suite fits in about three minutes. */
+/** Sizes of one run: `--quick` shrinks every benchmark to one round of a few seconds (about two minutes in all): it checks the machinery and the report, not the figures. */
 export interface BenchSizes {
   quick: boolean;
   /** Seconds of each round of a fixed-duration load (autocannon, bare append). */
@@ -31,7 +31,7 @@ export interface BenchSizes {
 
 export function benchSizes(quick: boolean): BenchSizes {
   return quick
-    ? { quick, httpSeconds: 1, rounds: 2, connections: 50, latencyJobs: 10, throughputEvents: 1000, latencySeconds: 2, latencyRounds: 2, eventsPerSecond: 500, batchJobs: 50 }
+    ? { quick, httpSeconds: 1, rounds: 1, connections: 50, latencyJobs: 10, throughputEvents: 500, latencySeconds: 1, latencyRounds: 1, eventsPerSecond: 500, batchJobs: 20 }
     : { quick, httpSeconds: 4, rounds: 3, connections: 50, latencyJobs: 60, throughputEvents: 5000, latencySeconds: 10, latencyRounds: 6, eventsPerSecond: 500, batchJobs: 1000 };
 }
 

@@ -54,7 +54,7 @@ interface JobProfile {
  */
 export async function benchJobOverhead(ctx: BenchContext): Promise<BenchmarkResult[]> {
   // Seven rounds: the machine is shared, and single transcodes of the same file vary by +-20% from one minute to the next.
-  const rounds = ctx.sizes.quick ? 2 : 7;
+  const rounds = ctx.sizes.quick ? 1 : 7;
   const sourceSeconds = ctx.sizes.quick ? QUICK_SOURCE_SECONDS : SOURCE_SECONDS;
   const mediaDir = await mkdtemp(join(tmpdir(), "rb-bench-overhead-"));
   const phasesSeen = new Map<string, Record<string, number>>();

@@ -20,8 +20,8 @@ type Mode = "on" | "off";
  * The figure is the ratio of median wall times (POST /jobs to `job.completed`), on / off.
  */
 export async function benchProgressOverhead(ctx: BenchContext): Promise<BenchmarkResult> {
-  const rounds = ctx.sizes.quick ? 2 : 5;
-  const seconds = ctx.sizes.quick ? 5 : 20;
+  const rounds = ctx.sizes.quick ? 1 : 5;
+  const seconds = ctx.sizes.quick ? 3 : 20;
   const dir = await mkdtemp(join(tmpdir(), "rb-bench-progress-"));
   const clip = join(dir, "clip.mp4");
   await run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", `testsrc2=duration=${seconds}:size=1280x720:rate=30`, "-f", "lavfi", "-i", `sine=duration=${seconds}`, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip]);

@@ -20,7 +20,7 @@ const MiB = 1024 * 1024;
  * PUT's rate.
  */
 export async function benchUploadThroughput(ctx: BenchContext): Promise<BenchmarkResult> {
-  const bytes = ctx.sizes.quick ? 64 * MiB : 1024 * MiB;
+  const bytes = ctx.sizes.quick ? 16 * MiB : 1024 * MiB;
   const rounds = ctx.sizes.rounds;
   const dir = await mkdtemp(join(tmpdir(), "rb-bench-upload-"));
   const bare = await startBarePutServer(dir);
