@@ -20,9 +20,10 @@ describe("job.progress webhooks of a real transcode (docs/webhooks.md, Progress 
   beforeAll(async () => {
     const infra = testInfra();
     const dir = mkdtempSync(join(tmpdir(), "rb-progresshook-media-"));
-    // Long enough to encode for well over 5 s with the "slow" preset, even on an idle machine.
+    // Long enough to encode for well over 5 s with the "slow" preset, even on an idle machine (20 s of it: ~10 s of
+    // wall time on 2 idle cores, two throttle windows), and no longer: the transcode is most of this file's time.
     await run("ffmpeg", [
-      "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=duration=40:size=960x540:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:duration=40",
+      "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=duration=20:size=960x540:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:duration=20",
       "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", join(dir, "clip.mp4"),
     ]);
     media = await startFileServer(dir);

@@ -15,7 +15,9 @@ async function makeMedia(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "rb-jobs-media-"));
   const ffmpeg = (...args: string[]) => run("ffmpeg", ["-v", "error", "-y", ...args]);
   await ffmpeg("-f", "lavfi", "-i", "testsrc=duration=3:size=640x360:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", join(dir, "clip.mp4"));
-  await ffmpeg("-f", "lavfi", "-i", "testsrc2=duration=120:size=1280x720:rate=30", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", join(dir, "long.mp4"));
+  // 20 s is enough: its VP9 transcode below runs for minutes (still running after 10 s on an idle machine), and making
+  // 120 s of it took 19 s of CPU.
+  await ffmpeg("-f", "lavfi", "-i", "testsrc2=duration=20:size=1280x720:rate=30", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", join(dir, "long.mp4"));
   await ffmpeg("-f", "lavfi", "-i", "color=c=red:size=64x64", "-frames:v", "1", join(dir, "logo.png"));
   writeFileSync(join(dir, "subs.srt"), "1\n00:00:00,000 --> 00:00:02,500\nHello from Renderbus\n");
   writeFileSync(join(dir, "not-media.mp4"), "this is not a video at all");
