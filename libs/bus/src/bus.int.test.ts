@@ -31,7 +31,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   // A real tracer provider, so an active span has a valid trace id to propagate.
-  tracing = startTracing({ service: "bus-test", exporter: new InMemorySpanExporter() });
+  tracing = await startTracing({ service: "bus-test", exporter: new InMemorySpanExporter() });
   namespace = testNamespace("bus");
   bus = await connect("bus-test");
   await bus.ensureStreams([EVENTS]);

@@ -66,7 +66,7 @@ let address: string;
 let client: PromiseClient<jobs.JobsClient>;
 
 beforeAll(async () => {
-  tracing = startTracing({ service: "rpc-test", exporter: new InMemorySpanExporter() });
+  tracing = await startTracing({ service: "rpc-test", exporter: new InMemorySpanExporter() });
   server = createRpcServer(devServiceIdentity("jobs"));
   server.add(jobs.JobsService, fakeJobs);
   const port = await server.listen(0);

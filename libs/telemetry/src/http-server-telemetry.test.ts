@@ -1,10 +1,10 @@
 import Fastify from "fastify";
 import { trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
 import { instrumentHttpServer } from "./http-server-telemetry.js";
-import { currentTraceHeaders, startTracing } from "./tracing.js";
+import { currentTraceHeaders, startTracing, type Tracing } from "./tracing.js";
 
 describe("instrumentHttpServer", () => {
   // Kept here as well: the in-memory exporter forgets its spans when the SDK shuts it down.
@@ -15,7 +15,10 @@ describe("instrumentHttpServer", () => {
     finished.push(...spans);
     exportSpans(spans, done);
   };
-  const tracing = startTracing({ service: "http-test", exporter });
+  let tracing: Tracing;
+  beforeAll(async () => {
+    tracing = await startTracing({ service: "http-test", exporter });
+  });
   afterAll(() => tracing.shutdown().catch(() => undefined));
 
   it("continues the caller's trace in a server span that is active in the handler, after body parsing", async () => {

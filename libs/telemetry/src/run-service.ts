@@ -67,7 +67,7 @@ export async function runService<C extends ServiceConfig>(
   start: (config: C, deps: ServiceDeps) => Promise<StartedService>,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
-  const tracing = startTracing({ service: name, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+  const tracing = await startTracing({ service: name, otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const logger = createLogger({ service: name, level: config.LOG_LEVEL });
   const metrics = createMetricsRegistry(name);
   const fatalErrors = new Counter({

@@ -1,6 +1,6 @@
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { afterAll, describe, expect, it } from "vitest";
-import { linkActiveSpanTo, startTracing, tracer } from "./tracing.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { linkActiveSpanTo, startTracing, tracer, type Tracing } from "./tracing.js";
 
 describe("linkActiveSpanTo", () => {
   // Keeps what was exported past shutdown (which flushes the SDK's batch), unlike InMemorySpanExporter.
@@ -12,7 +12,10 @@ describe("linkActiveSpanTo", () => {
     },
     shutdown: async () => {},
   };
-  const tracing = startTracing({ service: "links-test", exporter });
+  let tracing: Tracing;
+  beforeAll(async () => {
+    tracing = await startTracing({ service: "links-test", exporter });
+  });
   afterAll(() => tracing.shutdown());
 
   it("links the active span to each valid trace context once, and ignores headers without one", async () => {

@@ -1,10 +1,5 @@
 import { trace, context, propagation, isSpanContextValid, ROOT_CONTEXT, type Tracer, type Context, type Link } from "@opentelemetry/api";
-import { NodeSDK } from "@opentelemetry/sdk-node";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
-import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 
@@ -24,22 +19,32 @@ export interface Tracing {
  * Starts the OpenTelemetry SDK for a service: traces (and metrics) exported over OTLP/HTTP when an endpoint is set. Propagation (W3C traceparent) is always on so that trace context
  * flows through gRPC metadata, NATS headers and stored events even when nothing is exported.
  */
-export function startTracing({ service, otlpEndpoint, exporter }: TracingOptions): Tracing {
-  const spanExporter = exporter ?? (otlpEndpoint ? new OTLPTraceExporter({ url: `${otlpEndpoint.replace(/\/$/, "")}/v1/traces` }) : undefined);
-  if (!spanExporter) {
+export async function startTracing({ service, otlpEndpoint, exporter }: TracingOptions): Promise<Tracing> {
+  if (!exporter && !otlpEndpoint) {
     // Nothing is exported, but incoming trace context must still flow to outgoing calls and stored events.
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
     return { shutdown: async () => {} };
   }
+  // Loaded only when spans leave the process: the SDK and the OTLP exporters cost every service that exports nothing
+  // start-up time and memory (see docs/operations.md, Observability).
+  const [{ NodeSDK }, { OTLPTraceExporter }, { OTLPMetricExporter }, { PeriodicExportingMetricReader }, { resourceFromAttributes }] = await Promise.all([
+    import("@opentelemetry/sdk-node"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/exporter-metrics-otlp-http"),
+    import("@opentelemetry/sdk-metrics"),
+    import("@opentelemetry/resources"),
+  ]);
+  const endpoint = otlpEndpoint?.replace(/\/$/, "");
+  const spanExporter = exporter ?? new OTLPTraceExporter({ url: `${endpoint}/v1/traces` });
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ "service.name": service }),
     traceExporter: spanExporter,
     // Metrics go over OTLP beside traces when an endpoint is configured; /metrics (Prometheus) works either way.
-    ...(otlpEndpoint
+    ...(endpoint
       ? {
           metricReader: new PeriodicExportingMetricReader({
-            exporter: new OTLPMetricExporter({ url: `${otlpEndpoint.replace(/\/$/, "")}/v1/metrics` }),
+            exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics` }),
             exportIntervalMillis: 15_000,
           }),
         }

@@ -13,7 +13,7 @@ let harness: JobsHarness;
 let tracing: Tracing;
 beforeAll(async () => {
   // W3C propagation registered, so trace headers of a context can be written and read back.
-  tracing = startTracing({ service: "job-creator-test", exporter: new InMemorySpanExporter() });
+  tracing = await startTracing({ service: "job-creator-test", exporter: new InMemorySpanExporter() });
   harness = await startJobsHarness("jobcreator");
 });
 afterAll(async () => {
