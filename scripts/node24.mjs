@@ -46,3 +46,16 @@ export function ensureNode24(say, fail) {
 export function withNodeOnPath(binary, env = process.env) {
   return { ...env, PATH: `${path.dirname(binary)}${path.delimiter}${env.PATH ?? ''}` };
 }
+
+// `node scripts/node24.mjs`: prints the Node 24 binary's path (installing it first when missing; progress on stderr).
+// The test run's global setup starts its services with it (libs/testing/src/global-setup.ts).
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+  const { nodeBinary } = ensureNode24(
+    (line) => console.error(`[node${NODE24_MAJOR}] ${line}`),
+    (line) => {
+      console.error(`[node${NODE24_MAJOR}] ${line}`);
+      process.exit(1);
+    },
+  );
+  console.log(nodeBinary);
+}

@@ -30,6 +30,16 @@ const INFRA_FREE_PROJECTS = new Set(['unit']);
 
 const log = (line: string) => console.log(`[infra] ${line}`);
 
+/**
+ * The Node 24 binary (`node scripts/node24.mjs`, which installs it once from the npm registry), or undefined when it
+ * cannot be had: services then run on this node.
+ */
+function node24Binary(): string | undefined {
+  const repoRoot = path.resolve(import.meta.dirname, '..', '..', '..');
+  const found = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'node24.mjs')], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return found.status === 0 ? found.stdout.trim() || undefined : undefined;
+}
+
 /** `node scripts/build-services.mjs`: about a second, and it rewrites only the bundles whose output changed. */
 function buildServiceBundles(): void {
   const repoRoot = path.resolve(import.meta.dirname, '..', '..', '..');
@@ -58,6 +68,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (!process.env.RENDERBUS_SERVICE_RUNTIME) {
     buildServiceBundles();
     process.env.RENDERBUS_SERVICE_RUNTIME = 'bundle';
+  }
+  // On Node 24, the image's runtime, whatever node runs vitest (a caller that sets RENDERBUS_SERVICE_NODE keeps its
+  // choice): a test system also starts in ~30% less CPU there than on Node 20 (5.1-6.0 s against 7.5-8.2 s for the
+  // five services, 2026-11-29), and most test files start one.
+  if (!process.env.RENDERBUS_SERVICE_NODE) {
+    const node24 = node24Binary();
+    if (node24) process.env.RENDERBUS_SERVICE_NODE = node24;
+    else log(`Node 24 could not be had: services run on this node (${process.version})`);
   }
   await ensureFfmpeg(log);
   const infra = await ensureLocalInfra({ persistent: false, dataDir: path.join(systemTmp, 'renderbus-test-infra'), log });

@@ -63,6 +63,14 @@ export const SERVICE_MAX_SEMI_SPACE_MB = 8;
 export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`] as const;
 
 /**
+ * The node binary services run on: RENDERBUS_SERVICE_NODE when set (the test run's global setup sets Node 24, the
+ * image's runtime), else the node running this process (`npm start`, the bench, which runs itself on Node 24).
+ */
+export function serviceNode(env: NodeJS.ProcessEnv = process.env): string {
+  return env.RENDERBUS_SERVICE_NODE || process.execPath;
+}
+
+/**
  * The command that runs `service`: node running the service itself, with tsx as a loader for `source`. `nodeArgs`
  * (e.g. --cpu-prof, which NODE_OPTIONS refuses) go to that node.
  */
@@ -70,12 +78,12 @@ export function serviceCommand(repoRoot: string, service: ServiceName, runtime: 
   if (runtime === "bundle") {
     const bundle = join(repoRoot, "services", service, "dist", "main.mjs");
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`node scripts/build-services.mjs\` first`);
-    return { command: process.execPath, args: [...(nodeArgs ?? []), ...SERVICE_NODE_FLAGS, bundle] };
+    return { command: serviceNode(), args: [...(nodeArgs ?? []), ...SERVICE_NODE_FLAGS, bundle] };
   }
   // tsx as a loader in the service's own process, never tsx's launcher: that runs the service in a child and SIGKILLs
   // it when it does not acknowledge a SIGTERM within about 60 ms, turning a graceful stop on a busy machine into a crash.
   const main = join(repoRoot, "services", service, "src", "main.ts");
-  return { command: process.execPath, args: [...(nodeArgs ?? []), "--import", "tsx", main] };
+  return { command: serviceNode(), args: [...(nodeArgs ?? []), "--import", "tsx", main] };
 }
 
 export interface SystemOptions {
