@@ -105,7 +105,7 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
       GATEWAY_CHECK_RESPONSES: "true",
     };
     for (const name of Object.keys(env)) {
-      if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|RENDERBUS_BASE_URL|RENDERBUS_API_KEY|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
+      if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|RENDERBUS_BASE_URL|RENDERBUS_API_KEY|OUTPUT_DIR|PUBLIC_URL|RENDERBUS_SERVICE_NODE|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
     }
   }, 300_000);
 

@@ -59,7 +59,8 @@ async function runNpmStart(runAs?: { uid: number; gid: number }): Promise<number
 
 /**
  * The environment of a terminal where nothing answers on the ports npm start probes (so it starts its own servers),
- * with free ports for the gateway, and nothing of this test run's (vitest's MODE, NODE_ENV, VITEST_*). Sets
+ * with free ports for the gateway, and nothing of this test run's (vitest's MODE, NODE_ENV, VITEST_*, the Node 24 its
+ * services run on, which an ordinary user cannot even execute from root's cache). Sets
  * `gatewayUrl`.
  */
 async function terminalEnv(): Promise<NodeJS.ProcessEnv> {
@@ -74,7 +75,7 @@ async function terminalEnv(): Promise<NodeJS.ProcessEnv> {
     GATEWAY_METRICS_PORT: String(metricsPort),
   };
   for (const name of Object.keys(env)) {
-    if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
+    if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|RENDERBUS_SERVICE_NODE|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
   }
   return env;
 }
