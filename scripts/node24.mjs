@@ -32,7 +32,8 @@ export function ensureNode24(say, fail) {
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
     const install = spawnSync(npm, ['install', '--prefix', cacheDir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', `node@${NODE24_MAJOR}`], {
       cwd: cacheDir,
-      stdio: 'inherit',
+      // npm's report ("added 2 packages") to stderr too: stdout is the binary's path alone (`node scripts/node24.mjs`).
+      stdio: ['ignore', 2, 2],
       shell: process.platform === 'win32',
     });
     if (install.status !== 0) fail(`\`npm install node@${NODE24_MAJOR}\` failed (exit ${install.status ?? install.signal})`);
