@@ -7,6 +7,18 @@ import { repoRoot } from "./helpers.js";
 const run = promisify(execFile);
 
 /**
+ * Variables of this test run that a user's terminal would not have: the servers and folders of the run's own system,
+ * a CLI's target and key, vitest's MODE, NODE_ENV and VITEST_*, and the Node 24 the run's services use (which an
+ * ordinary user cannot even execute from root's cache).
+ */
+const TEST_RUN_VARIABLES = /^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|RENDERBUS_BASE_URL|RENDERBUS_API_KEY|OUTPUT_DIR|PUBLIC_URL|RENDERBUS_SERVICE_NODE|MODE|NODE_ENV|VITEST.*|TEST)$/;
+
+/** `env` without the test run's variables: what a copied checkout's commands see in a newcomer's terminal. */
+export function withoutTestRunVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !TEST_RUN_VARIABLES.test(name)));
+}
+
+/**
  * Copies the working tree (tracked and new files, as they are now, with their modification times) into `target`,
  * and gives it a node_modules of links to this checkout's packages, with the workspace packages linked to the
  * copy's own folders: no install, and the copy runs its own code.

@@ -16,7 +16,7 @@ import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
 import { keptLogPath } from "../libs/testing/src/run-tmpdir.js";
-import { copyCheckout } from "./checkout-copy.js";
+import { copyCheckout, withoutTestRunVariables } from "./checkout-copy.js";
 import { repoRoot, waitFor } from "./helpers.js";
 
 export interface QuickstartBlock {
@@ -91,7 +91,7 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
     gatewayAddress = `127.0.0.1:${gatewayPort}`;
     receiverAddress = `127.0.0.1:${receiverPort}`;
     env = {
-      ...process.env,
+      ...withoutTestRunVariables(process.env),
       HOME: workDir,
       RENDERBUS_POSTGRES_PORT: String(postgresPort),
       RENDERBUS_NATS_PORT: String(natsPort),
@@ -104,9 +104,6 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
       // The quickstart's responses are checked against /openapi.json too (services/gateway/src/http/response-check.ts).
       GATEWAY_CHECK_RESPONSES: "true",
     };
-    for (const name of Object.keys(env)) {
-      if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|RENDERBUS_BASE_URL|RENDERBUS_API_KEY|OUTPUT_DIR|PUBLIC_URL|RENDERBUS_SERVICE_NODE|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
-    }
   }, 300_000);
 
   afterAll(async () => {

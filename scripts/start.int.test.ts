@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, makeTestVideo, startFileServer, waitFor } from "../e2e/helpers.js";
-import { copyCheckout } from "../e2e/checkout-copy.js";
+import { copyCheckout, withoutTestRunVariables } from "../e2e/checkout-copy.js";
 import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
 import { keptLogPath } from "../libs/testing/src/run-tmpdir.js";
 
@@ -59,25 +59,20 @@ async function runNpmStart(runAs?: { uid: number; gid: number }): Promise<number
 
 /**
  * The environment of a terminal where nothing answers on the ports npm start probes (so it starts its own servers),
- * with free ports for the gateway, and nothing of this test run's (vitest's MODE, NODE_ENV, VITEST_*, the Node 24 its
- * services run on, which an ordinary user cannot even execute from root's cache). Sets
+ * with free ports for the gateway, and nothing of this test run's (withoutTestRunVariables). Sets
  * `gatewayUrl`.
  */
 async function terminalEnv(): Promise<NodeJS.ProcessEnv> {
   const [postgresPort, natsPort, redisPort, gatewayPort, metricsPort] = await Promise.all([getFreePort(), getFreePort(), getFreePort(), getFreePort(), getFreePort()]);
   gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+  return {
+    ...withoutTestRunVariables(process.env),
     RENDERBUS_POSTGRES_PORT: String(postgresPort),
     RENDERBUS_NATS_PORT: String(natsPort),
     RENDERBUS_REDIS_PORT: String(redisPort),
     GATEWAY_PORT: String(gatewayPort),
     GATEWAY_METRICS_PORT: String(metricsPort),
   };
-  for (const name of Object.keys(env)) {
-    if (/^(DATABASE_URL|NATS_URL|REDIS_URL|RENDERBUS_SERVER_DATA_DIR|OUTPUT_DIR|PUBLIC_URL|RENDERBUS_SERVICE_NODE|MODE|NODE_ENV|VITEST.*|TEST)$/.test(name)) delete env[name];
-  }
-  return env;
 }
 
 /** Sends Ctrl-C to npm start's process group and waits until it and every pid in `pids` are gone. */
@@ -85,7 +80,7 @@ async function pressCtrlC(pids: number[]): Promise<void> {
   const group = npmStart!.pid!;
   process.kill(-group, "SIGINT");
   try {
-    await waitFor(() => (!groupAlive(group) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
+    await waitFor(() => (!isProcessAlive(-group) && pids.every((pid) => !isProcessAlive(pid))) || undefined, { timeoutMs: 60_000, intervalMs: 200, what: "every process to exit" });
   } catch (error) {
     // Which ones are left, and in what state (a zombie is dead but unreaped), with what npm start printed last.
     const left = [group, ...pids].filter((pid) => isProcessAlive(pid)).map((pid) => `${pid} ${processSummary(pid)}`);
@@ -104,15 +99,6 @@ function processSummary(pid: number): string {
   }
 }
 
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with nothing running", () => {
   beforeAll(async () => {
     privateParent = await mkdtemp(join(tmpdir(), "renderbus-private-home-"));
@@ -128,7 +114,7 @@ describe.skipIf(!isRoot)("npm start from a checkout in a private folder, with no
   afterAll(async () => {
     // For a failure's post-mortem: everything npm start printed.
     writeFileSync(keptLogPath("renderbus-start-int-test.log"), output);
-    if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
+    if (npmStart?.pid !== undefined && isProcessAlive(-npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
     for (const match of output.matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
       if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");
     }
@@ -246,7 +232,7 @@ describe.skipIf(!isRoot)("npm start as an ordinary user, from that user's privat
 
   afterAll(async () => {
     writeFileSync(keptLogPath("renderbus-start-int-test.log"), output);
-    if (npmStart?.pid !== undefined && groupAlive(npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
+    if (npmStart?.pid !== undefined && isProcessAlive(-npmStart.pid)) process.kill(-npmStart.pid, "SIGKILL");
     for (const match of ownOutput().matchAll(/(?:postgres|nats|redis): started pid (\d+)/g)) {
       if (isProcessAlive(Number(match[1]))) process.kill(Number(match[1]), "SIGKILL");
     }

@@ -30,20 +30,24 @@ const INFRA_FREE_PROJECTS = new Set(['unit']);
 
 const log = (line: string) => console.log(`[infra] ${line}`);
 
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+
+/** `node scripts/<script>` from the repository root. */
+const runScript = (script: string, options: { encoding: 'utf8'; stdio: ['ignore', 'pipe', 'inherit'] } | { stdio: 'inherit' }) =>
+  spawnSync(process.execPath, [path.join(REPO_ROOT, 'scripts', script)], { cwd: REPO_ROOT, ...options });
+
 /**
  * The Node 24 binary (`node scripts/node24.mjs`, which installs it once from the npm registry), or undefined when it
  * cannot be had: services then run on this node.
  */
 function node24Binary(): string | undefined {
-  const repoRoot = path.resolve(import.meta.dirname, '..', '..', '..');
-  const found = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'node24.mjs')], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  return found.status === 0 ? found.stdout.trim() || undefined : undefined;
+  const found = runScript('node24.mjs', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return found.status === 0 ? String(found.stdout).trim() || undefined : undefined;
 }
 
 /** `node scripts/build-services.mjs`: about a second, and it rewrites only the bundles whose output changed. */
 function buildServiceBundles(): void {
-  const repoRoot = path.resolve(import.meta.dirname, '..', '..', '..');
-  const built = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build-services.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+  const built = runScript('build-services.mjs', { stdio: 'inherit' });
   if (built.status !== 0) throw new Error(`scripts/build-services.mjs failed (${built.status ?? built.signal})`);
 }
 

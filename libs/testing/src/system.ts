@@ -182,17 +182,22 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const asked = new WeakSet<ChildProcess>();
   const runtime = options.runtime ?? defaultServiceRuntime();
 
-  const start = async (service: ServiceName) => {
+  /** A service's process with the system's environment plus `serviceEnv`, its lines to onLine. */
+  const spawnService = (service: ServiceName, serviceEnv: Record<string, string | undefined>) => {
     const { command, args } = serviceCommand(options.repoRoot, service, runtime);
-    const child = spawn(command, args, {
-      cwd: options.repoRoot,
-      env: { ...process.env, ...env, ...options.serviceEnv?.[service], ...natsUserEnv(options.natsUrl, service) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.set(service, child);
+    const child = spawn(command, args, { cwd: options.repoRoot, env: { ...process.env, ...env, ...serviceEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    // A binary that cannot be executed (EACCES, ENOENT) is an 'error' event, not an exit: without a listener it would
+    // crash the process that starts the system (npm start) instead of failing the start with its reason.
+    child.once("error", (error) => spawnErrors.set(child, `${service} could not be started (${command}): ${error.message}`));
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on("line", (line) => options.onLine?.(service, line));
     }
+    return child;
+  };
+
+  const start = async (service: ServiceName) => {
+    const child = spawnService(service, { ...options.serviceEnv?.[service], ...natsUserEnv(options.natsUrl, service) });
+    children.set(service, child);
     child.once("exit", (code, signal) => {
       if (!asked.has(child)) options.onExit?.(service, signal ?? `code ${code}`);
     });
@@ -219,16 +224,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     env,
     addGateway: async () => {
       const port = await getFreePort();
-      const { command, args } = serviceCommand(options.repoRoot, "gateway", runtime);
-      const child = spawn(command, args, {
-        cwd: options.repoRoot,
-        env: { ...process.env, ...env, ...options.serviceEnv?.gateway, ...natsUserEnv(options.natsUrl, "gateway"), GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = spawnService("gateway", { ...options.serviceEnv?.gateway, ...natsUserEnv(options.natsUrl, "gateway"), GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(await getFreePort()) });
       extraGateways.push(child);
-      for (const stream of [child.stdout!, child.stderr!]) {
-        createInterface({ input: stream }).on("line", (line) => options.onLine?.("gateway", line));
-      }
       await waitForReady("gateway", { ...env, PUBLIC_URL: `http://127.0.0.1:${port}` }, child);
       return `http://127.0.0.1:${port}`;
     },
@@ -267,6 +264,9 @@ function natsUserEnv(natsUrl: string, service: ServiceName): Record<string, stri
   return { NATS_URL: url, NATS_USER: service, NATS_PASSWORD: devNatsPassword(service) };
 }
 
+/** Why a service's process could not be started, by process (its 'error' event). */
+const spawnErrors = new WeakMap<ChildProcess, string>();
+
 /** Waits until a service answers: gRPC health for the internal ones, /healthz for the gateway, /readyz for a worker with a metrics port. */
 async function waitForReady(service: ServiceName, env: Record<string, string>, child: ChildProcess): Promise<void> {
   const { isRpcServing } = await import("@renderbus/rpc");
@@ -287,6 +287,8 @@ async function waitForReady(service: ServiceName, env: Record<string, string>, c
     }
   };
   while (Date.now() < deadline) {
+    const spawnError = spawnErrors.get(child);
+    if (spawnError) throw new Error(spawnError);
     if (child.exitCode !== null) throw new Error(`${service} exited with code ${child.exitCode} during start-up`);
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
