@@ -11,6 +11,7 @@ import { cpuCapUnavailable, createCpuCap, removeStaleCpuCaps, type CpuCap } from
 import { burstDeliveries, perSecond, type Burst } from "../dispatcher-bursts.js";
 import { mergeLoads } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
+import { pauseWhileIdle } from "../pause-while-idle.js";
 import { quiesce } from "../quiesce.js";
 import { startReplica, type Replica } from "../replicas.js";
 import { atLeast, type BenchmarkResult } from "../result.js";
@@ -146,7 +147,7 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
         `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhookSpread.length} starter orgs (as benchmark 4, over more orgs: see bench/findings.md, "Twelfth round"), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
         "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
         `${ctx.sizes.quick ? rounds : DISPATCHER_ROUNDS} round(s) per point for the dispatcher, ${GATEWAY_ROUNDS} for the gateway, at most 2 for the worker; the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
-        "Dispatcher and gateway: every replica starts and warms up first (uncapped, then capped), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired.",
+        "Dispatcher and gateway: every replica starts and warms up first (uncapped, then capped), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired, once the system is seen idle again (a replica paused in the middle of some work is resumed and paused again).",
       ],
       data: { caps: CAPS, curves },
     },
@@ -281,7 +282,8 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
 
 /**
  * Leaves only `loaded` of `replicas` running: the others are paused (SIGSTOP) once the system is idle, and this
- * resolves after the pull requests they left on the server expired. `paused` is kept up to date.
+ * resolves after the pull requests they left on the server expired and the system is still idle (pause-while-idle.ts).
+ * `paused` is kept up to date.
  */
 async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>): Promise<void> {
   const wanted = new Set(loaded.map(({ replica }) => replica));
@@ -290,13 +292,14 @@ async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>
     paused.delete(replica);
   }
   const toPause = replicas.map(({ replica }) => replica).filter((replica) => !wanted.has(replica) && !paused.has(replica));
-  if (toPause.length === 0) return;
-  await quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents]);
-  for (const replica of toPause) {
-    replica.child.kill("SIGSTOP");
-    paused.add(replica);
-  }
-  await new Promise((resolve) => setTimeout(resolve, CONSUME_PULL_EXPIRES_MS + 1_000));
+  await pauseWhileIdle(
+    toPause.map((replica) => replica.child),
+    {
+      waitIdle: (timeoutMs?: number) => quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents], timeoutMs === undefined ? {} : { timeoutMs }),
+      settleMs: CONSUME_PULL_EXPIRES_MS + 1_000,
+    },
+  );
+  for (const replica of toPause) paused.add(replica);
 }
 
 /** The worker's curve: the system's worker is stopped, N capped ones take the dispatches. */

@@ -23,6 +23,7 @@ describe("the common configuration block", () => {
       NATS_URL: "nats://127.0.0.1:4222",
       NATS_NAMESPACE: "",
       DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: 60_000,
       NATS_REPLICAS: 1,
       SHUTDOWN_TIMEOUT_MS: 25_000,
       SERVICE_PORT: 1,
@@ -37,8 +38,10 @@ describe("the common configuration block", () => {
       NATS_NAMESPACE: "t_ab-12",
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318",
       DATABASE_URL: "postgresql://app@db:5432/renderbus",
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: "120000",
       NATS_REPLICAS: "3",
     });
+    expect(config).toMatchObject({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: 120_000 });
     expect(config).toMatchObject({ MODE: "production", LOG_LEVEL: "warn", NATS_URL: "tls://nats.internal:4222", NATS_NAMESPACE: "t_ab-12", OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318", DATABASE_URL: "postgresql://app@db:5432/renderbus", NATS_REPLICAS: 3 });
   });
 
@@ -50,11 +53,12 @@ describe("the common configuration block", () => {
       NATS_NAMESPACE: "a.b",
       OTEL_EXPORTER_OTLP_ENDPOINT: "otel-collector:4318",
       DATABASE_URL: "mysql://db/x",
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0",
       NATS_REPLICAS: "7",
       SHUTDOWN_TIMEOUT_MS: "10",
     });
     expect(problems.map((problem) => problem.variable).sort()).toEqual(
-      ["DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "SHUTDOWN_TIMEOUT_MS"].sort(),
+      ["DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", "DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "SHUTDOWN_TIMEOUT_MS"].sort(),
     );
     expect(problems.find((problem) => problem.variable === "NATS_NAMESPACE")?.message).toBe("must be letters, digits, _ or -");
   });

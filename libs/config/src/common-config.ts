@@ -25,6 +25,12 @@ export const commonConfigSchema = z.object({
 /** Services with their own PostgreSQL schema (auth, jobs, webhook-dispatcher). */
 export const databaseVariables = {
   DATABASE_URL: env.url(["postgres", "postgresql"]).default("postgres://postgres@127.0.0.1:5432/postgres"),
+  /**
+   * PostgreSQL ends a session idle inside a transaction this long, releasing its locks: a replica frozen mid-transaction
+   * (SIGSTOP, a paused VM) must not hold the rows it claimed from the others. Far above any wait inside a
+   * transaction (a PubAck, a gRPC deadline).
+   */
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 };
 
 /** Services that declare JetStream streams. */

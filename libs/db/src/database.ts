@@ -5,12 +5,21 @@ import { preparingPool } from "./prepared-statements.js";
 // int8 (bigint / bigserial) values are positions and epoch-ms timestamps that fit a JS number safely.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+/** See DatabaseOptions.idleInTransactionTimeoutMs; DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS in the services' config. */
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+
 export interface DatabaseOptions {
   url: string;
   /** The service's schema: every query of this pool resolves unqualified names there first. */
   schema: string;
   maxConnections?: number;
   applicationName?: string;
+  /**
+   * PostgreSQL ends a session that sits idle inside a transaction this long (idle_in_transaction_session_timeout),
+   * releasing its row locks: a process frozen mid-transaction (SIGSTOP, a paused VM, a debugger) would otherwise hold
+   * the rows it claimed (outbox rows, leased deliveries) from every other replica for as long as it stays frozen.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 export interface Database<DB> {
@@ -21,12 +30,13 @@ export interface Database<DB> {
 }
 
 /** A Kysely instance over a pg pool whose `search_path` is the service's own schema. */
-export function createDatabase<DB>({ url, schema, maxConnections = 10, applicationName }: DatabaseOptions): Database<DB> {
+export function createDatabase<DB>({ url, schema, maxConnections = 10, applicationName, idleInTransactionTimeoutMs = DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS }: DatabaseOptions): Database<DB> {
   assertIdentifier(schema);
+  if (!Number.isSafeInteger(idleInTransactionTimeoutMs) || idleInTransactionTimeoutMs < 1) throw new Error(`invalid idle-in-transaction timeout: ${idleInTransactionTimeoutMs}`);
   const pool = new pg.Pool({
     connectionString: url,
     max: maxConnections,
-    options: `-c search_path=${schema},public`,
+    options: `-c search_path=${schema},public -c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs}`,
     application_name: applicationName ?? schema,
   });
   // An idle client losing its connection (database restart) must not crash the process; the pool replaces it.

@@ -6,7 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Bus, type StreamSpec } from "@renderbus/bus";
 import { testInfra, testNamespace } from "@renderbus/testing";
 import { appendToStream } from "./append-to-stream.js";
-import type { Database } from "./database.js";
+import { createDatabase, type Database } from "./database.js";
 import type { EventStoreTables } from "./event-store-schema.js";
 import { enqueueOutbox } from "./outbox.js";
 import { startOutboxRelay } from "./outbox-relay.js";
@@ -198,6 +198,29 @@ describe("outbox relay", () => {
 
     await startRelayProcess(setup, 200);
     await expectExactlyOnce(setup);
+  });
+
+  it("gets the rows of a relay frozen mid-round once PostgreSQL ends the frozen session's idle transaction", async () => {
+    const setup = await setUp("relay_frozen");
+    await writeEvents(setup, 0);
+    // A relay's claim, then nothing: what PostgreSQL sees of a replica SIGSTOPped (or on a paused VM) between its
+    // claim and its delete. The pool is configured as the services' are, with a short timeout.
+    const frozen = createDatabase({ url: setup.database.url, schema: setup.schema, maxConnections: 1, idleInTransactionTimeoutMs: 1000 });
+    closers.push(() => frozen.close());
+    const client = await frozen.pool.connect();
+    await client.query(`begin; select position from ${setup.schema}.outbox order by position for update skip locked`);
+
+    const relay = await startOutboxRelay({ pool: setup.database.pool, schema: setup.schema, bus: setup.bus, pollIntervalMs: 100 });
+    try {
+      await until(async () => (await streamMessageCount(setup)) === EVENTS_PER_WRITER, 15_000);
+      await relay.drained();
+      expect(await outboxCount(setup)).toBe(0);
+    } finally {
+      await relay.stop();
+    }
+    // The frozen replica, woken, finds its session ended and its transaction rolled back.
+    await expect(client.query("commit")).rejects.toThrow();
+    client.release(true);
   });
 
   it("wakes on NOTIFY, long before its poll, and reports drained and backlog", async () => {

@@ -12,7 +12,7 @@ import { betterAuthOptions, migrateBetterAuth } from "./sessions/better-auth.js"
  * tables are referenced by ours), then our own migrations.
  */
 export async function openAuthResources(config: AuthConfig, applicationName = "auth"): Promise<AuthResources> {
-  const database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA, applicationName });
+  const database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA, applicationName, idleInTransactionTimeoutMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS });
   const store: AuthResources = {
     db: database.db,
     pool: database.pool,

@@ -53,6 +53,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     schema: JOBS_SCHEMA,
     maxConnections: config.DATABASE_MAX_CONNECTIONS,
     applicationName: "jobs",
+    idleInTransactionTimeoutMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   });
   await migrateToLatest(database.db, JOBS_SCHEMA, migrations);
 

@@ -52,6 +52,7 @@ export async function startDispatcherService(
     schema: DISPATCHER_SCHEMA,
     maxConnections: 20,
     applicationName: "webhook-dispatcher",
+    idleInTransactionTimeoutMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   });
   const { db } = database;
   await migrateToLatest(db, DISPATCHER_SCHEMA, migrations);
