@@ -117,3 +117,21 @@ export function cpuSnapshot(system: SystemProcesses, extra: Record<string, numbe
 export function cpuSpent(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.keys(after).map((name) => [name, Math.max(0, (after[name] ?? 0) - (before[name] ?? 0))]));
 }
+
+/**
+ * CPU ms per second each service process spends idle, over `windowMs`: its timers and safety-net polls, which a
+ * replica capped at a small share of a core pays before any work (at 0.075 core, 10 ms/s is an eighth of it).
+ */
+export async function idleCpuMsPerSecond(namespace: string, windowMs: number): Promise<Record<string, number>> {
+  const services = findServiceProcesses(namespace);
+  const before = new Map(services.map(({ pid }) => [pid, processCpuMs(pid)]));
+  const started = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, windowMs));
+  const seconds = (Date.now() - started) / 1000;
+  const result: Record<string, number> = {};
+  for (const { name, pid } of services) {
+    const [from, to] = [before.get(pid), processCpuMs(pid)];
+    if (from !== undefined && to !== undefined) result[name] = Math.round(((to - from) / seconds) * 10) / 10;
+  }
+  return result;
+}

@@ -22,6 +22,7 @@ import { benchSizes, type BenchContext } from "./context.js";
 import { PG_STATEMENTS_SETTINGS, postgresVersion, startBenchEnvironment } from "./environment.js";
 import { startInputServer } from "./file-server.js";
 import { machineInfo } from "./machine.js";
+import { idleCpuMsPerSecond } from "./cpu.js";
 import { MemorySampler } from "./memory.js";
 import { createBenchOrg } from "./orgs.js";
 import { startWebhookReceiver } from "./receiver.js";
@@ -86,6 +87,8 @@ async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 2000));
     const idle = sampler.snapshot();
     log(`idle RSS: ${JSON.stringify(idle)}`);
+    const idleCpu = await idleCpuMsPerSecond(env.namespace, sizes.quick ? 3000 : 10_000);
+    log(`idle CPU ms/s: ${JSON.stringify(idleCpu)}`);
     sampler.start();
 
     const run = async (id: string, benchmark: () => Promise<BenchmarkResult | BenchmarkResult[]>) => {
@@ -114,7 +117,7 @@ async function main(): Promise<number> {
     // Stops the system's worker and runs each job on a worker of its own (progress on or off).
     await run("progress-overhead", () => benchProgressOverhead(ctx));
     await run("job-acceptance", () => (args.profile ? profiled(ctx, resolve(args.profile), benchJobAcceptance) : benchJobAcceptance(ctx)));
-    benchmarks.push(memoryResult(idle, sampler.stop()));
+    benchmarks.push(memoryResult(idle, sampler.stop(), idleCpu));
     benchmarks.sort((a, b) => Number(a.title.split(".")[0]) - Number(b.title.split(".")[0]));
 
     const nats = bus.nc.info?.version ?? "unknown";
