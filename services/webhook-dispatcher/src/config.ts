@@ -59,9 +59,10 @@ export const configSchema = commonConfigSchema
   /** Job events handled at once by this process's consumer. */
   DISPATCHER_CONSUMER_CONCURRENCY: z.coerce.number().int().positive().default(64),
   /**
-   * How long a job event owing deliveries waits for a free attempt slot of this process (while every slot is busy)
-   * before its deliveries are written to wait for a claim instead. Waiting, it stays unacked in JetStream; written
-   * leased, it is attempted without a claim. Well under DISPATCHER_ACK_WAIT_MS.
+   * While every attempt slot of this process is busy, a job event owing deliveries waits for one; it stops waiting,
+   * and its deliveries are written to wait for a claim instead, once no slot has come free for this long (every
+   * attempt hangs on slow receivers), or after a quarter of DISPATCHER_ACK_WAIT_MS in all. Waiting, it stays unacked in
+   * JetStream; written leased, it is attempted without a claim. Below DISPATCHER_ACK_WAIT_MS.
    */
   DISPATCHER_INGEST_SLOT_WAIT_MS: z.coerce.number().int().min(0).default(2000),
   /** JetStream ack wait of the job-events consumer: how soon a dead replica's unacked events go to another one. */

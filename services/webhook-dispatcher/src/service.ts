@@ -132,7 +132,9 @@ export async function startDispatcherService(
     concurrency: config.DISPATCHER_CONSUMER_CONCURRENCY,
     ackWaitMs: config.DISPATCHER_ACK_WAIT_MS,
     sender,
-    slotWaitMs: config.DISPATCHER_INGEST_SLOT_WAIT_MS,
+    // An event waits unacked, and the consumer's buffer (twice its concurrency) behind the events waiting: a buffered
+    // event may wait for two rounds of them, then its own; a quarter of the ack wait keeps all three below it.
+    slotWait: { idleMs: config.DISPATCHER_INGEST_SLOT_WAIT_MS, maxMs: config.DISPATCHER_ACK_WAIT_MS / 4 },
   });
   const progress = startJobProgressListener({
     bus,

@@ -9,7 +9,7 @@ import { insertDeliveries, type NewDelivery } from "../deliveries/insert-deliver
 import { batchCompletedPayload, jobCompletedPayload, jobFailedPayload, jobRunningPayload } from "@renderbus/webhook-payloads";
 import { completeBatchIfDone, recordBatchCreated, recordTerminalJob, type TerminalOutcome } from "../batches/batch-completion.js";
 import { endpointsFor, type EndpointDirectory, type OrgEndpoints } from "../endpoints/endpoint-directory.js";
-import type { DeliverySender, SlotTicket } from "../sending/delivery-sender.js";
+import type { DeliverySender, SlotTicket, SlotWait } from "../sending/delivery-sender.js";
 
 /** The durable consumer every dispatcher replica shares (work sharing). */
 export const DISPATCHER_DURABLE = "webhook-dispatcher";
@@ -34,7 +34,7 @@ export interface JobEventsConsumerOptions {
   /** Attempts the deliveries created: fresh ones straight from the insert, others through its claims. */
   sender: FreshDeliverySender;
   /** How long an event owing deliveries waits for a free attempt slot before they are written for a claim instead. */
-  slotWaitMs: number;
+  slotWait: SlotWait;
 }
 
 /** What ingest needs of the delivery sender. */
@@ -239,7 +239,7 @@ export async function startJobEventsConsumer(options: JobEventsConsumerOptions):
     // In a burst every slot is busy: the event waits here (unacked, in JetStream's hands) for one, rather than in
     // the table for a claim, so its delivery is written leased and attempted at once.
     const slots = leasableSlots(planned);
-    if (slots > 0) planned.ticket = await options.sender.admit(slots, options.slotWaitMs);
+    if (slots > 0) planned.ticket = await options.sender.admit(slots, options.slotWait);
     // True when a delivery was created that waits for a claim (the sender attempts leased ones already).
     let waiting = await writer.submit(planned);
     const batchId = work.terminal?.batchId ?? work.batchCreated?.batchId;

@@ -110,6 +110,36 @@ describe("events waiting for an attempt slot", () => {
     expect(receiver.received[2]!.json.jobId).toBe(waiting);
   });
 
+  /**
+   * Ten events behind one slot whose attempts are answered one at a time, 150 ms after each arrives: returns the
+   * events whose delivery was ever seen written to wait for a claim (pending, unleased), once all ten succeeded.
+   */
+  const answerOneAtATime = async ({ rowsOf, publishCompleted, receiver, held }: Awaited<ReturnType<typeof twoSlotDispatcher>>) => {
+    const jobIds = Array.from({ length: 10 }, () => newId("job"));
+    for (const jobId of jobIds) await publishCompleted(jobId);
+    const forClaim = new Set<string>();
+    for (let answered = 0; answered < jobIds.length; answered += 1) {
+      await receiver.waitFor(answered + 1);
+      await sleep(150);
+      for (const row of await rowsOf()) if (row.status === "pending" && row.lease_token === null) forClaim.add(row.job_id);
+      held.shift()!.writeHead(200).end("ok");
+    }
+    await eventually(async () => (await rowsOf()).filter((row) => row.status === "succeeded").length === jobIds.length);
+    return forClaim;
+  };
+
+  it("keeps an event waiting while slots keep coming free, however long it waits in all, and writes it leased", async () => {
+    // The last events wait ~1.5 s in all, longer than DISPATCHER_INGEST_SLOT_WAIT_MS, but a slot comes free every
+    // ~150 ms: a replica that is only slower than its events (a burst, a small CPU share) does not turn them into claims.
+    const forClaim = await answerOneAtATime(await twoSlotDispatcher(1000, { slots: 1 }));
+    expect([...forClaim]).toEqual([]);
+  });
+
+  it("writes an event for a claim once it has waited a quarter of DISPATCHER_ACK_WAIT_MS, slots coming free or not", async () => {
+    const forClaim = await answerOneAtATime(await twoSlotDispatcher(600, { slots: 1, overrides: { DISPATCHER_ACK_WAIT_MS: "3200" } }));
+    expect(forClaim.size).toBeGreaterThan(0);
+  });
+
   it("gives a freed slot to a due retry before the events waiting for one", async () => {
     const { receiver, held, publishCompleted } = await twoSlotDispatcher(20_000, { slots: 1, overrides: { WEBHOOK_RETRY_SCHEDULE_MS: "300,300,300" } });
     const [failing, first, second] = [newId("job"), newId("job"), newId("job")];

@@ -55,11 +55,13 @@ export interface DeliverySender {
   /** This replica's lease on deliveries it attempts, and the per-org cap its claims apply. */
   readonly lease: { token: string; ms: number; orgMaxInFlight: number };
   /**
-   * Waits for `slots` free attempt slots for a fresh event's deliveries, at most `maxWaitMs` (then the ticket holds
-   * none, and its deliveries are inserted unleased, for a claim). Tickets are served in arrival order; once a slot is
-   * free they are counted as taken until `reserve` settles them.
+   * Waits for `slots` free attempt slots for a fresh event's deliveries. It gives up (the ticket then holds none, and
+   * its deliveries are inserted unleased, for a claim) when no slot of this process has come free for `wait.idleMs`
+   * (every attempt hangs on slow receivers), or after `wait.maxMs` in all; while slots keep coming free (a burst, or a
+   * replica short of CPU) it keeps waiting. Tickets are served in arrival order; once a slot is free they are counted
+   * as taken until `reserve` settles them.
    */
-  admit(slots: number, maxWaitMs: number): Promise<SlotTicket>;
+  admit(slots: number, wait: SlotWait): Promise<SlotTicket>;
   /** From now on no event waits for a slot (shutting down): the waiting ones go on at once, without slots. */
   closeAdmissions(): void;
   /**
@@ -76,6 +78,14 @@ export interface DeliverySender {
    */
   attempt(row: DeliveryRow, leaseToken: string, retryScheduleMs?: readonly number[]): Promise<DeliveryRow | undefined>;
   stop(): Promise<void>;
+}
+
+/** How long an event waits for attempt slots (DeliverySender.admit). */
+export interface SlotWait {
+  /** Gives up after this long without any slot coming free. */
+  idleMs: number;
+  /** Gives up after this long in all (below the consumer's ack wait: the event is unacked while it waits). */
+  maxMs: number;
 }
 
 /** Attempt slots an event was admitted with (DeliverySender.admit); `reserve` settles them once (then 0). */
@@ -111,6 +121,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   let admitted = 0;
   // Fresh events waiting for a slot (admit), in arrival order.
   const waiters: Array<{ wanted: number; ticket: SlotTicket; resolve(ticket: SlotTicket): void; timer: NodeJS.Timeout | undefined }> = [];
+  // When an attempt last gave its slot back: events keep waiting for a slot while slots keep coming free.
+  let slotLastFreedAt = Date.now();
   // The claim loop has due work it found no slot for: the next free slot is its, not a waiting event's.
   let claimWanted = false;
   let admitting = true;
@@ -266,6 +278,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       if (!holdsSlot) return;
       holdsSlot = false;
       sending -= 1;
+      slotLastFreedAt = Date.now();
       slotFreed();
     };
     // The answer is in: the slot goes to the next attempt while this one's record waits for its group, unless as
@@ -342,7 +355,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
   return {
     wake,
     lease: { token: leaseToken, ms: leaseMs, orgMaxInFlight: options.orgMaxInFlight },
-    admit(slots, maxWaitMs) {
+    admit(slots, { idleMs, maxMs }) {
       const ticket: SlotTicket = { slots: 0 };
       if (!admitting || slots <= 0) return Promise.resolve(ticket);
       return new Promise<SlotTicket>((resolve) => {
@@ -350,11 +363,21 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         waiters.push(waiter);
         admitWaiting();
         if (waiters.at(-1) !== waiter) return;
-        // No slot in time (every attempt hangs on slow receivers): inserted unleased, as without admission.
-        waiter.timer = setTimeout(() => {
+        const since = Date.now();
+        // Giving up on a replica whose slots do come free, only slower than events arrive (short of CPU, say), would
+        // send its events down the dearer claim path and slow it further: only a replica whose slots are all stuck
+        // (no slot freed for idleMs) or an event near its ack wait (maxMs) gives up. Then it is inserted unleased.
+        const check = () => {
+          const now = Date.now();
+          const idleFor = now - Math.max(since, slotLastFreedAt);
+          if (idleFor < idleMs && now - since < maxMs) {
+            waiter.timer = setTimeout(check, Math.min(idleMs - idleFor, since + maxMs - now));
+            return;
+          }
           waiters.splice(waiters.indexOf(waiter), 1);
           resolve(ticket);
-        }, maxWaitMs);
+        };
+        waiter.timer = setTimeout(check, Math.min(idleMs, maxMs));
       });
     },
     reserve(wanted, tickets = []) {
