@@ -7,5 +7,6 @@ export * from "./read-stream.js";
 export * from "./read-all.js";
 export * from "./outbox.js";
 export * from "./outbox-relay.js";
+export * from "./notification-listener.js";
 export * from "./group-commit.js";
 export * from "./retention.js";

@@ -242,6 +242,31 @@ describe("outbox relay", () => {
     }
   });
 
+  it("publishes at once after its LISTEN connection was lost, not on its next poll", async () => {
+    const setup = await setUp("relay_relisten");
+    const relay = await startOutboxRelay({ pool: setup.database.pool, schema: setup.schema, bus: setup.bus, pollIntervalMs: 120_000 });
+    try {
+      await relay.drained();
+      const { rows } = await setup.database.pool.query<{ ended: boolean }>(
+        "select pg_terminate_backend(pid) as ended from pg_stat_activity where datname = current_database() and query = $1",
+        [`listen ${setup.schema}_outbox`],
+      );
+      expect(rows.map((row) => row.ended)).toEqual([true]);
+      // Wait until it listens again (its backend is back), then write: only a NOTIFY can wake it this early.
+      await until(async () => {
+        const { rows: listening } = await setup.database.pool.query("select 1 from pg_stat_activity where datname = current_database() and query = $1", [`listen ${setup.schema}_outbox`]);
+        return listening.length === 1;
+      }, 10_000);
+      await setup.database.db.transaction().execute(async (trx) => {
+        const [event] = await appendToStream(trx, "relisten-1", 0, [{ type: "tick", data: {} }]);
+        await enqueueOutbox(trx, [{ messageId: event!.eventId, subject: "relaytest.events.tick", body: event!.data }]);
+      });
+      await until(async () => (await streamMessageCount(setup)) === 1, 10_000);
+    } finally {
+      await relay.stop();
+    }
+  });
+
   it("shares the outbox between two relays running at once without publishing an event twice", async () => {
     const setup = await setUp("relay_pair");
     const secondBus = await Bus.connect({ url: testInfra().natsUrl, name: "outbox-relay-test-2", namespace: setup.namespace });

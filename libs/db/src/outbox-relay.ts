@@ -2,6 +2,7 @@ import pg from "pg";
 import type { Bus } from "@renderbus/bus";
 import type { Logger } from "@renderbus/telemetry";
 import { assertIdentifier } from "./database.js";
+import { startNotificationListener } from "./notification-listener.js";
 
 export interface OutboxRelayOptions {
   pool: pg.Pool;
@@ -10,7 +11,10 @@ export interface OutboxRelayOptions {
   logger?: Logger;
   /** Rows claimed and published per round; publishes inside a round are pipelined, not awaited one by one. */
   batchSize?: number;
-  /** Safety-net poll when no NOTIFY arrives (a missed notification, a relay restart). */
+  /**
+   * Safety-net poll. Every insert NOTIFYs, and the LISTEN connection is listened on again after a loss (which counts
+   * as a notification), so this only bounds what nothing should miss; each idle poll costs two round trips.
+   */
   pollIntervalMs?: number;
 }
 
@@ -37,7 +41,7 @@ interface OutboxRow {
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several relays (replicas) share the work without publishing a
  * row twice at the same time. A relay killed between publish and delete leaves its rows in place; the next round
  * publishes them again with the same `Nats-Msg-Id`, which JetStream drops as duplicates. Wakes on the
- * `<schema>_outbox` NOTIFY channel, with a slow poll as the fallback.
+ * `<schema>_outbox` NOTIFY channel (notification-listener.ts), with a slow poll as the fallback.
  */
 export async function startOutboxRelay({
   pool,
@@ -45,7 +49,7 @@ export async function startOutboxRelay({
   bus,
   logger,
   batchSize = 500,
-  pollIntervalMs = 1000,
+  pollIntervalMs = 5000,
 }: OutboxRelayOptions): Promise<OutboxRelay> {
   assertIdentifier(schema);
   let stopped = false;
@@ -53,18 +57,11 @@ export async function startOutboxRelay({
   let pending = true;
   const idleWaiters: (() => void)[] = [];
 
-  const listener = new pg.Client({ connectionString: connectionStringOf(pool) });
-  listener.on("error", (error) => logger?.warn({ err: error }, "outbox listener connection lost"));
   const signal = () => {
     pending = true;
     wake?.();
   };
-  listener.on("notification", signal);
-  const listen = async () => {
-    await listener.connect();
-    await listener.query(`listen ${schema}_outbox`);
-  };
-  await listen().catch((error) => logger?.warn({ err: error }, "outbox LISTEN failed; polling only"));
+  const listener = await startNotificationListener({ connectionString: connectionStringOf(pool), channel: `${schema}_outbox`, onNotify: signal, ...(logger ? { logger } : {}) });
   const poller = setInterval(signal, pollIntervalMs);
 
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new Error(`invalid outbox batch size: ${batchSize}`);
@@ -141,7 +138,7 @@ export async function startOutboxRelay({
       wake?.();
       await loop;
       for (const resolve of idleWaiters.splice(0)) resolve();
-      await listener.end().catch(() => undefined);
+      await listener.stop();
     },
   };
 }

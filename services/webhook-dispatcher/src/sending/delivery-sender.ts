@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import pg from "pg";
 import type { Kysely } from "kysely";
 import type { WebhookAgent as Agent } from "./post-webhook.js";
 import type { AddressPolicy } from "@renderbus/address-guard";
-import { GroupCommit } from "@renderbus/db";
+import { GroupCommit, startNotificationListener } from "@renderbus/db";
 import { currentTraceHeaders, type Logger } from "@renderbus/telemetry";
 import type { DispatcherTables } from "../database.js";
 import type { DispatcherMetrics } from "../metrics.js";
@@ -161,13 +160,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     else admitWaiting();
   };
 
-  const listener = new pg.Client({ connectionString: options.databaseUrl });
-  listener.on("error", (error) => logger.warn({ err: error }, "delivery LISTEN connection lost; polling only"));
-  listener.on("notification", wake);
-  await listener
-    .connect()
-    .then(() => listener.query(`listen ${DELIVERIES_CHANNEL}`))
-    .catch((error) => logger.warn({ err: error }, "delivery LISTEN failed; polling only"));
+  const listener = await startNotificationListener({ connectionString: options.databaseUrl, channel: DELIVERIES_CHANNEL, onNotify: wake, logger });
 
   // Attempts that finish together are recorded in one transaction: one commit per batch, not per delivery.
   const recorder = new GroupCommit<AttemptToRecord, DeliveryRow | undefined>((attempts) => recordAttempts(db, attempts), options.concurrency);
@@ -413,7 +406,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       wakeUp?.();
       await loop;
       await Promise.allSettled(inFlight);
-      await listener.end().catch(() => undefined);
+      await listener.stop();
     },
   };
 }
