@@ -36,4 +36,22 @@ describe("announcing waiting deliveries", () => {
     expect(messages[0]!.body.updates.map((update) => update.deliveryId).sort()).toEqual(rows.map((row) => row.id).sort());
     expect(messages[0]!.body.updates.every((update) => update.status === "pending" && update.trace.traceparent === traceHeaders.traceparent)).toBe(true);
   });
+
+  it("leaves a delivery under a live lease to its attempt's record, and sweeps it once the lease has run out (a crashed replica)", async () => {
+    const now = Date.now();
+    const orgId = newId("org");
+    const lease = { token: "lease-of-a-replica", until: now + 30_000, limit: 2, orgMaxInFlight: 8 };
+    const rows = await insertDeliveries(
+      db,
+      [1, 2].map(() => ({ orgId, event: "job.running", sourceEventId: newId("evt"), jobId: newId("job"), batchId: null, url: "http://127.0.0.1:9/", body: "{}", eventAt: now })),
+      { now: now - 10, lease },
+    );
+    expect(rows.every((row) => row.lease_token === lease.token)).toBe(true);
+    await sql`delete from outbox`.execute(db);
+
+    // Its attempt is under way: the sweep neither announces nor locks it.
+    expect(await announceWaitingDeliveries(db, { createdBefore: now, now })).toBe(0);
+    // The replica died: once its lease has run out, the delivery waits for a claim and is announced as pending.
+    expect(await announceWaitingDeliveries(db, { createdBefore: now, now: lease.until + 1 })).toBe(2);
+  });
 });

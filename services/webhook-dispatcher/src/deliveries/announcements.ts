@@ -59,6 +59,13 @@ export const traceOfRow = (row: DeliveryRow): Record<string, string> => (row.tra
  * a job record shows a delivery that waits behind a backlog, an org's in-flight cap or a crashed replica: one
  * DeliveriesUpdated per sweep (`limit` stays within MAX_UPDATES_PER_MESSAGE by default). Rows locked by another
  * replica's sweep are skipped; an attempt recorded meanwhile has announced its delivery itself.
+ *
+ * A delivery under a live lease is left alone: its attempt is under way and its record announces it. Swept, its row
+ * stayed locked until the sweep's transaction committed, and the record of its attempt waited on that lock: on a
+ * replica short of CPU (a sweep's transaction spanning its throttled round trips) records waited seconds, holding
+ * their slots, so more deliveries went past the sweep's age and were announced twice, and the replica fell further
+ * behind (capped at 0.075 core, a 1-replica round fell to 20 deliveries/s). A crashed replica's deliveries are swept
+ * once their lease has run out.
  */
 export async function announceWaitingDeliveries(db: DispatcherDb, { createdBefore, limit = 500, now = Date.now() }: { createdBefore: number; limit?: number; now?: number }): Promise<number> {
   return db.transaction().execute(async (trx) => {
@@ -66,6 +73,7 @@ export async function announceWaitingDeliveries(db: DispatcherDb, { createdBefor
       update deliveries set announced = true
       where id in (
         select id from deliveries where not announced and created_at < ${createdBefore}
+          and (lease_until is null or lease_until <= ${now})
         order by created_at limit ${limit} for update skip locked)
       returning *`.execute(trx);
     const updates = rows.map((row) => deliveryUpdateOf({ ...row, next_attempt_at: nextAttemptOf(row, now) }, now, traceOfRow(row)));
