@@ -75,6 +75,7 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # `exec` so node (not sh) is the process tini signals. dist/main.mjs turns source maps on for our code (stack traces
 # name the TypeScript lines) and not for node_modules (scripts/build-services.mjs, launcherSource).
 # The heap flags are SERVICE_NODE_FLAGS in libs/testing/src/system.ts (npm start, bench): an old-generation limit, and a
-# young generation that Node 24 would otherwise let grow to 64 MB per semi-space beside it (GC-bound: see there).
+# young generation that Node 24 would otherwise let grow to 64 MB per semi-space beside it (GC-bound: see there), and
+# one V8 worker thread, so GC threads do not spend a CPU limit's quota in bursts (SERVICE_V8_POOL_SIZE).
 # The admin CLI: `node services/auth/dist/admin.mjs <command>` (docs/operations.md).
-CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=8 services/${SERVICE}/dist/main.mjs"]
+CMD ["sh", "-c", "exec node --max-old-space-size=128 --max-semi-space-size=8 --v8-pool-size=1 services/${SERVICE}/dist/main.mjs"]

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { SERVICE_MAX_SEMI_SPACE_MB, SERVICE_NODE_FLAGS } from "./system.js";
+import { SERVICE_MAX_SEMI_SPACE_MB, SERVICE_NODE_FLAGS, SERVICE_V8_POOL_SIZE } from "./system.js";
 
 /**
  * A service-like heap: tens of thousands of live objects while short-lived ones churn. Prints the largest the young
@@ -28,5 +28,17 @@ describe("the node flags services run with", () => {
     expect(largestMb).toBeGreaterThan(0);
     // new_space counts both semi-spaces, and Node 24's a few pages more (22 MB seen with 8 MB semi-spaces).
     expect(largestMb).toBeLessThanOrEqual(4 * SERVICE_MAX_SEMI_SPACE_MB);
+  });
+
+  /** The threads a node process runs with `flags` (after start-up: V8's workers exist from the start). */
+  const threadsWith = async (flags: readonly string[]) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [...flags, "-e", `console.log(require("node:fs").readFileSync("/proc/self/status", "utf8").match(/Threads:\\s+(\\d+)/)[1])`]);
+    return Number(stdout.trim());
+  };
+
+  it.skipIf(process.platform !== "linux")("run V8's background work (GC, compilation) on SERVICE_V8_POOL_SIZE thread(s), not node's default four", async () => {
+    const [withFlags, withoutPoolSize] = await Promise.all([threadsWith(SERVICE_NODE_FLAGS), threadsWith(SERVICE_NODE_FLAGS.filter((flag) => !flag.startsWith("--v8-pool-size")))]);
+    expect(SERVICE_V8_POOL_SIZE).toBe(1);
+    expect(withoutPoolSize - withFlags).toBe(4 - SERVICE_V8_POOL_SIZE);
   });
 });

@@ -57,10 +57,26 @@ export const SERVICE_MAX_OLD_SPACE_MB = 128;
 export const SERVICE_MAX_SEMI_SPACE_MB = 8;
 
 /**
+ * V8's worker threads (parallel and concurrent garbage collection, background compilation). Node starts four
+ * whatever CPU share the process gets. A service runs under a CPU limit (1 core in deploy/k8s, a fraction per
+ * replica when scaled out), which CFS enforces as a quota per 100 ms period shared by all of the process's threads:
+ * four GC threads spend it in a burst and the event loop waits out the rest of the period throttled. Measured with
+ * dispatcher replicas capped at 0.075 core (bench/findings.md, "Seventeenth round"): 1.4-4 ms of CPU per delivery,
+ * varying from round to round and collapsing to 16-20 deliveries/s, against a steady 0.45-0.49 ms with one worker
+ * thread (1.76x / 3.76x for 2 / 4 replicas); uncapped, the peers' benchmark did not move (0.72x and 0.67x without,
+ * 0.75x and 0.67x with).
+ */
+export const SERVICE_V8_POOL_SIZE = 1;
+
+/**
  * The node flags every bundled service runs with (the image's CMD, `npm start`, the bench). No `--enable-source-maps`:
  * the bundle's launcher turns source maps on for our own code only (scripts/build-services.mjs, launcherSource).
  */
-export const SERVICE_NODE_FLAGS = [`--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`, `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`] as const;
+export const SERVICE_NODE_FLAGS = [
+  `--max-old-space-size=${SERVICE_MAX_OLD_SPACE_MB}`,
+  `--max-semi-space-size=${SERVICE_MAX_SEMI_SPACE_MB}`,
+  `--v8-pool-size=${SERVICE_V8_POOL_SIZE}`,
+] as const;
 
 /**
  * The node binary services run on: RENDERBUS_SERVICE_NODE when set (the test run's global setup sets Node 24, the
