@@ -52,6 +52,8 @@ export async function startOutboxRelay({
   pollIntervalMs = 5000,
 }: OutboxRelayOptions): Promise<OutboxRelay> {
   assertIdentifier(schema);
+  // Checked before the LISTEN connection and the poll exist: a refused relay leaves nothing running behind it.
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new Error(`invalid outbox batch size: ${batchSize}`);
   let stopped = false;
   let wake: (() => void) | undefined;
   let pending = true;
@@ -64,7 +66,6 @@ export async function startOutboxRelay({
   const listener = await startNotificationListener({ connectionString: connectionStringOf(pool), channel: `${schema}_outbox`, onNotify: signal, ...(logger ? { logger } : {}) });
   const poller = setInterval(signal, pollIntervalMs);
 
-  if (!Number.isSafeInteger(batchSize) || batchSize < 1) throw new Error(`invalid outbox batch size: ${batchSize}`);
   // `body::text`: the publisher gets the JSON text as stored, instead of objects parsed only to be serialized again
   // (a measurable share of a busy relay's CPU).
   const claim = `begin; select position, message_id, subject, body::text as body, headers from ${schema}.outbox
