@@ -54,4 +54,30 @@ describe("announcing waiting deliveries", () => {
     // The replica died: once its lease has run out, the delivery waits for a claim and is announced as pending.
     expect(await announceWaitingDeliveries(db, { createdBefore: now, now: lease.until + 1 })).toBe(2);
   });
+
+  it("costs an idle replica one statement, outside any transaction, when nothing waits", async () => {
+    const statements: string[] = [];
+    const wrapped = new WeakSet<object>();
+    const record = (client: { query: (...args: unknown[]) => unknown }) => {
+      if (wrapped.has(client)) return;
+      wrapped.add(client);
+      const query = client.query.bind(client);
+      client.query = (...args: unknown[]) => {
+        const [first] = args;
+        statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
+        return query(...args);
+      };
+    };
+    database.pool.on("acquire", record as never);
+    try {
+      const now = Date.now();
+      await sql`update deliveries set announced = true`.execute(db);
+      statements.length = 0;
+      expect(await announceWaitingDeliveries(db, { createdBefore: now, now })).toBe(0);
+      expect(statements).toHaveLength(1);
+      expect(statements[0]).toMatch(/select exists/);
+    } finally {
+      database.pool.off("acquire", record as never);
+    }
+  });
 });

@@ -67,12 +67,17 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
 
 /** When the next not-yet-due delivery becomes due (to sleep exactly until then), or undefined. */
 export async function nextDueAt(db: DispatcherDb, now = Date.now()): Promise<number | undefined> {
-  const row = await db
-    .selectFrom("deliveries")
-    .select((eb) => eb.fn.min("next_attempt_at").as("next"))
-    .where("next_attempt_at", ">", now)
-    .executeTakeFirst();
-  return row?.next ?? undefined;
+  const { rows } = await preparedSql<{ next: number | null }>`select min(next_attempt_at) as next from deliveries where next_attempt_at > ${now}`.execute(db);
+  return rows[0]?.next ?? undefined;
+}
+
+/**
+ * The earliest due time of any delivery, past ones included (a row due now, a lease that ran out), or undefined when
+ * none waits: whether a poll has anything to claim, from the first entry of the due-time index.
+ */
+export async function earliestDueAt(db: DispatcherDb): Promise<number | undefined> {
+  const { rows } = await preparedSql<{ earliest: number | null }>`select min(next_attempt_at) as earliest from deliveries where next_attempt_at is not null`.execute(db);
+  return rows[0]?.earliest ?? undefined;
 }
 
 /** Keeps a claimed delivery out of reach until `until` without counting an attempt (auth service unreachable). */

@@ -10,7 +10,7 @@ import { endpointOfDelivery, type EndpointDirectory } from "../endpoints/endpoin
 import type { EndpointHealth } from "../endpoints/endpoint-health.js";
 import { DEFAULT_ENDPOINT_ID } from "../endpoints/endpoint-rules.js";
 import type { DeliveryRow } from "../deliveries/delivery.js";
-import { DELIVERIES_CHANNEL, claimDueDeliveries, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
+import { DELIVERIES_CHANNEL, claimDueDeliveries, earliestDueAt, nextDueAt, postponeLease, releaseLease, skipHeldDelivery } from "../deliveries/delivery-queue.js";
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
 import { claimGatedDeliveries, hasGatedWork, type GatedClaim } from "../deliveries/endpoint-flow.js";
 import { traceAttempt } from "./attempt-span.js";
@@ -298,18 +298,26 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     while (!stopped) {
       if (!pending) {
         const now = Date.now();
-        const dueAt = await nextDueAt(db, now).catch(() => undefined);
-        // A wake-up that arrived during the query above must not be slept through.
-        if (pending || stopped) continue;
-        const sleepMs = Math.min(options.pollIntervalMs, dueAt === undefined ? Infinity : Math.max(0, dueAt - now));
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, sleepMs);
-          wakeUp = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wakeUp = undefined;
+        let dueAt = await nextDueAt(db, now).catch(() => undefined);
+        // A wake-up that arrived during a query must not be slept through.
+        while (!pending && !stopped) {
+          const sleptAt = Date.now();
+          const sleepMs = Math.min(options.pollIntervalMs, dueAt === undefined ? Infinity : Math.max(0, dueAt - sleptAt));
+          const timedOut = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(true), sleepMs);
+            wakeUp = () => {
+              clearTimeout(timer);
+              resolve(false);
+            };
+          });
+          wakeUp = undefined;
+          if (!timedOut || pending || stopped) break;
+          // The safety-net poll (a NOTIFY missed, another replica's retry, a lease run out): one statement says whether
+          // anything is due; an idle replica claims nothing, so it pays one round trip a poll instead of three.
+          const earliest = await earliestDueAt(db).catch(() => Date.now());
+          if (earliest !== undefined && earliest <= Date.now()) break;
+          dueAt = earliest;
+        }
         pending = true;
         continue;
       }
