@@ -3,7 +3,7 @@ import { sql, type Kysely } from "kysely";
 import type { webhooks } from "@renderbus/contracts";
 import { createDatabase, migrateToLatest, type Database } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
-import { createTestDatabase } from "@renderbus/testing";
+import { createTestDatabase, recordStatements } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import { announceWaitingDeliveries, DELIVERIES_UPDATED_SUBJECT } from "./announcements.js";
@@ -56,19 +56,7 @@ describe("announcing waiting deliveries", () => {
   });
 
   it("costs an idle replica one statement, outside any transaction, when nothing waits", async () => {
-    const statements: string[] = [];
-    const wrapped = new WeakSet<object>();
-    const record = (client: { query: (...args: unknown[]) => unknown }) => {
-      if (wrapped.has(client)) return;
-      wrapped.add(client);
-      const query = client.query.bind(client);
-      client.query = (...args: unknown[]) => {
-        const [first] = args;
-        statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
-        return query(...args);
-      };
-    };
-    database.pool.on("acquire", record as never);
+    const { statements, stop } = recordStatements(database.pool);
     try {
       const now = Date.now();
       await sql`update deliveries set announced = true`.execute(db);
@@ -77,7 +65,7 @@ describe("announcing waiting deliveries", () => {
       expect(statements).toHaveLength(1);
       expect(statements[0]).toMatch(/select exists/);
     } finally {
-      database.pool.off("acquire", record as never);
+      stop();
     }
   });
 });

@@ -3,7 +3,7 @@ import { sql, type Kysely } from "kysely";
 import { createDatabase, migrateToLatest, type Database } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { createLogger } from "@renderbus/telemetry";
-import { createTestDatabase } from "@renderbus/testing";
+import { createTestDatabase, recordStatements } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import { insertDeliveries } from "../deliveries/insert-deliveries.js";
@@ -18,24 +18,14 @@ let url: string;
 let database: Database<DispatcherTables>;
 let db: Kysely<DispatcherTables>;
 /** Every statement the pool's connections sent, in order. */
-const statements: string[] = [];
+let statements: string[] = [];
 
 beforeAll(async () => {
   url = await createTestDatabase("dispatcheridlepoll");
   database = createDatabase<DispatcherTables>({ url, schema: DISPATCHER_SCHEMA, maxConnections: 2 });
   db = database.db;
   await migrateToLatest(db, DISPATCHER_SCHEMA, migrations);
-  const wrapped = new WeakSet<object>();
-  database.pool.on("acquire", (client) => {
-    if (wrapped.has(client)) return;
-    wrapped.add(client);
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as { query: unknown }).query = (...args: unknown[]) => {
-      const [first] = args;
-      statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
-      return query(...args);
-    };
-  });
+  statements = recordStatements(database.pool).statements;
 });
 afterAll(async () => database?.close());
 
