@@ -1,5 +1,6 @@
 import { connect } from "@nats-io/transport-node";
 import { headers as natsHeaders, type NatsConnection, type MsgHdrs } from "@nats-io/nats-core";
+import { whenJetStreamAnswers } from "./jetstream-start-up.js";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -136,7 +137,10 @@ export class Bus {
     const credentials = options.credentials ?? (fromUrl ? { ...fromEnv, ...fromUrl } : fromEnv);
     const auth = natsConnectionOptions(url, credentials, process.env.MODE === "production");
     const nc = await connect({ servers: url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true, ...auth });
-    const jsm = await jetstreamManager(nc);
+    const jsm = await whenJetStreamAnswers("connecting to JetStream", () => jetstreamManager(nc), { logger: options.logger }).catch(async (error: unknown) => {
+      await nc.close().catch(() => undefined);
+      throw error;
+    });
     return new Bus(nc, jetstream(nc), jsm, options);
   }
 
@@ -163,21 +167,28 @@ export class Bus {
     });
   }
 
-  /** Creates or updates the streams; safe to call from every replica at start-up. */
+  /**
+   * Creates or updates the streams; safe to call from every replica at start-up. While JetStream does not answer yet
+   * (a cluster forming), it tries again for up to JETSTREAM_START_UP_RETRY_MS.
+   */
   async ensureStreams(specs: StreamSpec[]): Promise<void> {
     for (const spec of specs) {
-      const config = streamConfig(spec, this.streamName(spec), spec.subjects.map((s) => this.subject(s)), this.options.replicas ?? 1);
+      await whenJetStreamAnswers(`declaring stream ${spec.name}`, () => this.ensureStream(spec), { logger: this.options.logger });
+    }
+  }
+
+  private async ensureStream(spec: StreamSpec): Promise<void> {
+    const config = streamConfig(spec, this.streamName(spec), spec.subjects.map((s) => this.subject(s)), this.options.replicas ?? 1);
+    try {
+      await this.jsm.streams.info(config.name);
+      await this.jsm.streams.update(config.name, config);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
       try {
-        await this.jsm.streams.info(config.name);
-        await this.jsm.streams.update(config.name, config);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-        try {
-          await this.jsm.streams.add(config);
-        } catch (addError) {
-          // Another replica created it between our info and add.
-          if (!String(addError).includes("already in use")) throw addError;
-        }
+        await this.jsm.streams.add(config);
+      } catch (addError) {
+        // Another replica created it between our info and add.
+        if (!String(addError).includes("already in use")) throw addError;
       }
     }
   }
@@ -242,6 +253,16 @@ export class Bus {
       subjects.length > 1
         ? subjects.map((subject) => ({ name: durableForSubject(options.durable, subject), subject }))
         : [{ name: options.durable, subject: subjects[0] }];
+    await whenJetStreamAnswers(`declaring consumer ${options.durable}`, () => this.ensureConsumers(stream, options, durables), { logger: this.options.logger });
+    // One bound on messages in flight across the durables: `concurrency` is the process's, whatever the layout.
+    const inFlight = new TasksInFlight();
+    const handles: ConsumerHandle[] = [];
+    for (const durable of durables) handles.push(await this.consumeDurable(stream, durable, options, inFlight));
+    return { stop: async () => void (await Promise.all(handles.map((handle) => handle.stop()))) };
+  }
+
+  /** Declares the durables of a consume() and deletes those they replace (idempotent: run again after a failure). */
+  private async ensureConsumers<T>(stream: string, options: ConsumeOptions<T>, durables: Array<{ name: string; subject: string | undefined }>): Promise<void> {
     // Read before the new durables are ensured: a replica that finds the old ones gone also finds the new ones made.
     const startSequence = await this.firstUnackedOf(stream, (options.replaces ?? []).filter((name) => !durables.some((d) => d.name === name)));
     for (const durable of durables) await this.ensureConsumer(stream, options, durable.name, durable.subject, startSequence);
@@ -251,11 +272,6 @@ export class Bus {
         if (!isNotFound(error)) throw error;
       });
     }
-    // One bound on messages in flight across the durables: `concurrency` is the process's, whatever the layout.
-    const inFlight = new TasksInFlight();
-    const handles: ConsumerHandle[] = [];
-    for (const durable of durables) handles.push(await this.consumeDurable(stream, durable, options, inFlight));
-    return { stop: async () => void (await Promise.all(handles.map((handle) => handle.stop()))) };
   }
 
   /** The first stream sequence that one of `durables` (those that still exist) has not acknowledged. */
@@ -375,7 +391,7 @@ export class Bus {
         };
       });
 
-    messages = await open();
+    messages = await whenJetStreamAnswers(`opening consumer ${durable.name}`, open, { logger });
     this.setLoopReady(loopKey, true);
     const loop = (async () => {
       let failures = 0;
