@@ -69,7 +69,7 @@ export const traceOfRow = (row: DeliveryRow): Record<string, string> => (row.tra
  */
 export async function announceWaitingDeliveries(db: DispatcherDb, { createdBefore, limit = 500, now = Date.now() }: { createdBefore: number; limit?: number; now?: number }): Promise<number> {
   // Every replica sweeps every second and nearly always finds nothing: one statement then, not a transaction's three
-  // round trips (a sixth of an idle replica's statements, paid by every capped replica before any work).
+  // round trips (three of the seven an idle replica made each second, paid by every capped replica before any work).
   if (!(await hasWaitingDeliveries(db, createdBefore, now))) return 0;
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<DeliveryRow>`
