@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { canConnectNats, getFreePort } from "@renderbus/testing";
+import { canConnectNats, ensureExecutable, getFreePort } from "@renderbus/testing";
 import { Bus } from "./bus.js";
 
 const started: ChildProcess[] = [];
@@ -12,7 +12,9 @@ let storeDir: string | undefined;
 /** A private nats-server on `port`, with or without JetStream, once it accepts connections. */
 async function natsServer(port: number, jetStream: boolean): Promise<ChildProcess> {
   storeDir ??= await mkdtemp(join(tmpdir(), "rb-js-start-up-"));
-  const server = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), ...(jetStream ? ["-js", "-sd", storeDir] : [])], { stdio: "ignore" });
+  // Installed from Debian when missing, as the test run's own NATS is.
+  const natsServerPath = await ensureExecutable("nats-server", "nats-server");
+  const server = spawn(natsServerPath, ["-a", "127.0.0.1", "-p", String(port), ...(jetStream ? ["-js", "-sd", storeDir] : [])], { stdio: "ignore" });
   started.push(server);
   const deadline = Date.now() + 10_000;
   while (!(await canConnectNats(`nats://127.0.0.1:${port}`, jetStream))) {

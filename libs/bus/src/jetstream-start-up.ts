@@ -45,9 +45,11 @@ export function whenJetStreamAnswers<T>(what: string, call: () => Promise<T>, { 
     maxRetryTime: budgetMs,
     minTimeout: FIRST_RETRY_DELAY_MS,
     maxTimeout: LAST_RETRY_DELAY_MS,
-    shouldRetry: ({ error }) => isTransientJetStreamError(error),
-    onFailedAttempt: ({ error, attemptNumber }) => {
-      if (isTransientJetStreamError(error)) logger?.warn({ err: error, attempt: attemptNumber }, `${what}: JetStream did not answer yet; trying again`);
+    // Asked only while time is left, so "trying again" is logged only when it does.
+    shouldRetry: ({ error, attemptNumber }) => {
+      const transient = isTransientJetStreamError(error);
+      if (transient) logger?.warn({ err: error, attempt: attemptNumber }, `${what}: JetStream did not answer yet; trying again`);
+      return transient;
     },
   });
 }
