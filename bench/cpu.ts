@@ -16,6 +16,8 @@ interface ProcStat {
   ppid: number;
   /** utime + stime, ms. */
   ownMs: number;
+  /** stime alone, ms: time in the kernel on the process's behalf (system calls, page faults). */
+  kernelMs: number;
   /** cutime + cstime, ms: children that exited and were reaped (a PostgreSQL backend that disconnected). */
   reapedMs: number;
 }
@@ -34,12 +36,17 @@ function procStat(pid: number): ProcStat | undefined {
   // fields[0] is field 3 (state): utime is field 14, stime 15, cutime 16, cstime 17.
   const at = (field: number) => Number(fields[field - 3]);
   const toMs = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
-  return { comm, ppid: at(4), ownMs: toMs(at(14) + at(15)), reapedMs: toMs(at(16) + at(17)) };
+  return { comm, ppid: at(4), ownMs: toMs(at(14) + at(15)), kernelMs: toMs(at(15)), reapedMs: toMs(at(16) + at(17)) };
 }
 
 /** CPU a process has used itself (user + system), in ms; undefined once it is gone. */
 export function processCpuMs(pid: number): number | undefined {
   return procStat(pid)?.ownMs;
+}
+
+/** The part of processCpuMs spent in the kernel (stime), in ms; undefined once the process is gone. */
+export function processKernelMs(pid: number): number | undefined {
+  return procStat(pid)?.kernelMs;
 }
 
 /** Every process under `root` (itself excluded), from /proc/<pid>/task/<tid>/children. */
@@ -61,11 +68,11 @@ function descendants(root: number): number[] {
 }
 
 /** CPU ms of a set of processes; the reaped children of a PostgreSQL postmaster count (its backends come and go). */
-function cpuMsOf(pids: number[], { withReaped = false }: { withReaped?: boolean } = {}): number {
+function cpuMsOf(pids: number[], { withReaped = false, kernelOnly = false }: { withReaped?: boolean; kernelOnly?: boolean } = {}): number {
   let total = 0;
   for (const pid of pids) {
     const stat = procStat(pid);
-    if (stat) total += stat.ownMs + (withReaped ? stat.reapedMs : 0);
+    if (stat) total += (kernelOnly ? stat.kernelMs : stat.ownMs) + (withReaped ? stat.reapedMs : 0);
   }
   return total;
 }
@@ -101,15 +108,22 @@ export function postgresCpuMs(system: SystemProcesses): number {
   return (postmaster ? cpuMsOf([postmaster], { withReaped: true }) : 0) + cpuMsOf(live);
 }
 
-/** CPU ms of each accounted group right now: `dispatcher` (every replica), `services`, `postgres`, `nats`, and `extra` pids. */
+/** The key of a group's kernel time (stime) in a {@link cpuSnapshot}. */
+export const kernelOf = (group: string) => `${group}:kernel`;
+
+/**
+ * CPU ms of each accounted group right now: `dispatcher` (every replica), `services`, `postgres`, `nats`, and `extra`
+ * pids; for the dispatcher and each extra pid also the part spent in the kernel, under {@link kernelOf} its name.
+ */
 export function cpuSnapshot(system: SystemProcesses, extra: Record<string, number> = {}): Record<string, number> {
   const dispatcher = system.services.filter((s) => s.name.startsWith("webhook-dispatcher")).map((s) => s.pid);
   return {
     dispatcher: cpuMsOf(dispatcher),
+    [kernelOf("dispatcher")]: cpuMsOf(dispatcher, { kernelOnly: true }),
     services: cpuMsOf(system.services.map((s) => s.pid)),
     postgres: postgresCpuMs(system),
     nats: cpuMsOf(system.nats),
-    ...Object.fromEntries(Object.entries(extra).map(([name, pid]) => [name, cpuMsOf([pid])])),
+    ...Object.fromEntries(Object.entries(extra).flatMap(([name, pid]) => [[name, cpuMsOf([pid])], [kernelOf(name), cpuMsOf([pid], { kernelOnly: true })]])),
   };
 }
 

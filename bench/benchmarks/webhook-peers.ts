@@ -3,7 +3,7 @@ import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "../context.js";
 import { quiesce } from "../quiesce.js";
 import { startReplica } from "../replicas.js";
-import { cpuSnapshot, cpuSpent, systemProcesses } from "../cpu.js";
+import { cpuSnapshot, cpuSpent, kernelOf, systemProcesses } from "../cpu.js";
 import { costliestStatements, RoundStatements, type StatementSample } from "../pg-statements.js";
 import { takeTurns } from "../load/interleave.js";
 import { startPeerSender, type PeerSender } from "../peers/peer-sender.js";
@@ -37,8 +37,11 @@ interface SenderFigures {
   sender: Sender;
   events: number;
   deliveriesPerSecond: number;
-  /** ms of CPU per delivery: the sender's own process, PostgreSQL, NATS, the other services, and their sum. */
-  perDelivery: { process: number; postgres: number; nats: number; otherServices: number; total: number };
+  /**
+   * ms of CPU per delivery: the sender's own process (and the part of it spent in the kernel), PostgreSQL, NATS, the
+   * other services, and their sum.
+   */
+  perDelivery: { process: number; processKernel: number; postgres: number; nats: number; otherServices: number; total: number };
   /** PostgreSQL transactions committed per delivery (all processes). */
   commitsPerDelivery: number;
   rounds: Round[];
@@ -49,7 +52,8 @@ const perSecond = (count: number, ms: number) => Math.round(count / Math.max(0.0
 function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
   const events = rounds.reduce((sum, r) => sum + r.events, 0);
   const spent = (group: string) => rounds.reduce((sum, r) => sum + (r.cpuMs[group] ?? 0), 0) / Math.max(1, events);
-  const own = spent(sender === "dispatcher" ? "dispatcher" : sender);
+  const ownGroup = sender === "dispatcher" ? "dispatcher" : sender;
+  const own = spent(ownGroup);
   const postgres = spent("postgres");
   // For the dispatcher, everything it needs: the other services (the jobs service projects every delivery) and NATS.
   const nats = sender === "dispatcher" ? spent("nats") : 0;
@@ -59,7 +63,7 @@ function figuresOf(sender: Sender, rounds: Round[]): SenderFigures {
     events,
     deliveriesPerSecond: perSecond(events, rounds.reduce((sum, r) => sum + r.spanMs, 0)),
     commitsPerDelivery: round2(rounds.reduce((sum, r) => sum + r.commits, 0) / Math.max(1, events)),
-    perDelivery: { process: round2(own), postgres: round2(postgres), nats: round2(nats), otherServices: round2(otherServices), total: round2(own + postgres + nats + otherServices) },
+    perDelivery: { process: round2(own), processKernel: round2(spent(kernelOf(ownGroup))), postgres: round2(postgres), nats: round2(nats), otherServices: round2(otherServices), total: round2(own + postgres + nats + otherServices) },
     rounds,
   };
 }
@@ -131,7 +135,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       });
       const { cpuMs } = round;
       const others = Object.keys(servicePids).filter((name) => !name.startsWith("service:webhook-dispatcher")).map((name) => `${name.slice("service:".length)} ${round2((cpuMs[name] ?? 0) / size)}`);
-      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (${others.join(", ")}; PostgreSQL ${round2(cpuMs.postgres! / size)}, NATS ${round2(cpuMs.nats! / size)}), ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
+      if (measure) ctx.log(`    dispatcher: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(cpuMs.dispatcher! / size)} ms CPU/delivery in its process (${round2(cpuMs[kernelOf("dispatcher")]! / size)} in the kernel; ${others.join(", ")}; PostgreSQL ${round2(cpuMs.postgres! / size)}, NATS ${round2(cpuMs.nats! / size)}), ${round2(round.commits / size)} commits/delivery (events published in ${Math.round(publishedMs)} ms)`);
       return round;
     };
 
@@ -146,7 +150,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
         await peer.drain();
         return ctx.receiver.received.filter(isFirstAttempt(prefix)).map((r) => r.receivedAt);
       });
-      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(round.cpuMs[kind]! / size)} ms CPU/delivery in its process, ${round2(round.commits / size)} commits/delivery`);
+      if (measure) ctx.log(`    ${kind}: ${perSecond(size, round.spanMs)} deliveries/s, ${round2(round.cpuMs[kind]! / size)} ms CPU/delivery in its process (${round2(round.cpuMs[kernelOf(kind)]! / size)} in the kernel), ${round2(round.commits / size)} commits/delivery`);
       return round;
     };
 
@@ -174,13 +178,14 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       id: "webhook-peers",
       title: "10. Webhook senders side by side: our dispatcher and job-queue peers",
       baseline: `the fastest peer of the run (${best.sender}); every sender takes turns with the others, ${ctx.sizes.rounds} rounds of ${count} webhooks, 64 attempts in flight, 10 PostgreSQL connections, the same receiver`,
-      columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "PostgreSQL", "NATS", "other services", "total", "PostgreSQL commits/delivery"],
+      columns: ["sender", "webhooks", "deliveries/s", "x fastest peer", "CPU ms/delivery: sender process", "of it in the kernel", "PostgreSQL", "NATS", "other services", "total", "PostgreSQL commits/delivery"],
       rows: figures.map((f) => [
         f.sender === "dispatcher" ? "Renderbus webhook-dispatcher" : `${f.sender} (bench/peers)`,
         f.events,
         f.deliveriesPerSecond,
         round2(f.deliveriesPerSecond / Math.max(1, best.deliveriesPerSecond)),
         f.perDelivery.process,
+        f.perDelivery.processKernel,
         f.perDelivery.postgres,
         f.sender === "dispatcher" ? f.perDelivery.nats : "-",
         f.sender === "dispatcher" ? f.perDelivery.otherServices : "-",
@@ -191,7 +196,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
       notes: [
         "Peers (bench/peers/peer-child.ts), each in its own process: a webhook is a job committed to PostgreSQL before it is sent (added in bulk, 256 a statement), every attempt inserts a row into the peer's own attempts table before the job is settled, a failed attempt is retried with the queue's exponential backoff (4 attempts in all). graphile-worker runs with its documented throughput settings (local queue of 65, batched completions), pg-boss with 8 workers x batches of 8 settled per job and LISTEN/NOTIFY. Both use Node's core HTTP client with the dispatcher's socket cap (16) and send the same signed headers.",
         "The dispatcher's webhooks start as job.running events on JetStream (published by the bench, as the jobs service would), so each delivery also costs an ingest (delivery row), an attempt record with its outbox announcement, a NATS publish and the jobs service's projection: the peers do none of those, they only send and record.",
-        "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat, from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
+        "deliveries/s: first attempts between the first and the last arrival at the receiver. CPU: utime + stime from /proc/<pid>/stat ('of it in the kernel': stime alone), from just before a burst until its tail is done (dispatcher: JetStream consumers and outboxes idle; peer: queue empty); PostgreSQL counts the postmaster, its live backends and the ones it reaped. 'other services' = the jobs, auth, gateway and worker processes during the dispatcher's rounds (mostly the jobs service projecting the delivery log). The bench process (publisher and receiver) is not counted for anyone.",
         "On a shared machine absolute figures move between runs; compare the ratios within one run.",
         ...(statementCosts
           ? statementCosts.map(({ sender, statements: costs }) => `PostgreSQL statements of ${sender}'s rounds (--pg-statements; execution time per delivery, calls per delivery): ${costs.map((c) => `${c.usPerDelivery} us x${c.callsPerDelivery} \`${c.query.replaceAll("`", "'")}\``).join("; ")}.`)
