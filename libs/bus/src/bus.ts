@@ -120,6 +120,8 @@ export class Bus {
   private readonly readyLoops = new Map<symbol, boolean>();
   private readonly readinessListeners = new Set<(ready: boolean) => void>();
   private lastReadiness = true;
+  private readonly reconnectListeners = new Set<() => void>();
+  private watchingStatus = false;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -211,6 +213,31 @@ export class Bus {
   /** Core NATS publish (no persistence): for fan-out notifications where a missed message is harmless. */
   notify(logicalSubject: string, body: unknown): void {
     this.nc.publish(this.subject(logicalSubject), JSON.stringify(body));
+  }
+
+  /**
+   * Calls `listener` each time the connection is back after a loss; returns a function that removes it. Core
+   * subscriptions ({@link Bus.listen}) are re-established by then, but what was published during the gap never
+   * arrives: a cache kept fresh by such notices drops its entries here.
+   */
+  onReconnect(listener: () => void): () => void {
+    if (!this.watchingStatus) {
+      this.watchingStatus = true;
+      void (async () => {
+        for await (const status of this.nc.status()) {
+          if (status.type !== "reconnect") continue;
+          for (const each of [...this.reconnectListeners]) {
+            try {
+              each();
+            } catch (error) {
+              this.options.logger?.error({ err: error }, "reconnect listener failed");
+            }
+          }
+        }
+      })().catch(() => undefined);
+    }
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
   }
 
   /**

@@ -1,40 +1,13 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { canConnectNats, ensureExecutable, getFreePort } from "@renderbus/testing";
+import { getFreePort } from "@renderbus/testing";
 import { Bus } from "./bus.js";
+import { privateNatsServers } from "./private-nats-server.fixture.js";
 
-const started: ChildProcess[] = [];
-let storeDir: string | undefined;
+const servers = privateNatsServers("rb-js-start-up-");
+const natsServer = servers.start;
+const stopped = servers.stop;
 
-/** A private nats-server on `port`, with or without JetStream, once it accepts connections. */
-async function natsServer(port: number, jetStream: boolean): Promise<ChildProcess> {
-  storeDir ??= await mkdtemp(join(tmpdir(), "rb-js-start-up-"));
-  // Installed from Debian when missing, as the test run's own NATS is.
-  const natsServerPath = await ensureExecutable("nats-server", "nats-server");
-  const server = spawn(natsServerPath, ["-a", "127.0.0.1", "-p", String(port), ...(jetStream ? ["-js", "-sd", storeDir] : [])], { stdio: "ignore" });
-  started.push(server);
-  const deadline = Date.now() + 10_000;
-  while (!(await canConnectNats(`nats://127.0.0.1:${port}`, jetStream))) {
-    if (Date.now() > deadline) throw new Error("nats-server did not start");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return server;
-}
-
-async function stopped(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise((resolve) => server.once("exit", resolve));
-  server.kill("SIGKILL");
-  await exited;
-}
-
-afterAll(async () => {
-  await Promise.all(started.map(stopped));
-  if (storeDir) await rm(storeDir, { recursive: true, force: true });
-});
+afterAll(servers.stopAll);
 
 describe("a service starting while JetStream does not answer yet", () => {
   it("connects and declares its streams once JetStream is up, instead of failing its start-up", async () => {

@@ -22,7 +22,12 @@ async function setUp(channel: string) {
   await admin.connect();
   closers.push(() => admin.end());
   let notified = 0;
-  const listener: NotificationListener = await startNotificationListener({ connectionString: url, channel, onNotify: () => (notified += 1), retryMs: 50 });
+  const payloads: Array<string | undefined> = [];
+  const onNotify = (payload?: string) => {
+    notified += 1;
+    payloads.push(payload);
+  };
+  const listener: NotificationListener = await startNotificationListener({ connectionString: url, channel, onNotify, retryMs: 50 });
   closers.push(() => listener.stop());
   /** Ends the listener's backend the way a database restart or an operator would. */
   const terminateListener = async () => {
@@ -32,7 +37,7 @@ async function setUp(channel: string) {
     );
     expect(rows.map((row) => row.ended)).toEqual([true]);
   };
-  return { admin, listener, terminateListener, notified: () => notified };
+  return { admin, listener, terminateListener, notified: () => notified, payloads };
 }
 
 describe("a LISTEN connection", () => {
@@ -48,6 +53,17 @@ describe("a LISTEN connection", () => {
 
     await admin.query("notify rb_test_channel");
     await eventually(() => notified() === 3);
+  });
+
+  it("hands each notification's payload over, and none for the gap after a lost connection", async () => {
+    const { admin, terminateListener, notified, payloads } = await setUp("rb_test_payload");
+    await admin.query("select pg_notify('rb_test_payload', 'org_1')");
+    await admin.query("notify rb_test_payload");
+    await eventually(() => notified() === 2);
+    await terminateListener();
+    await eventually(() => notified() === 3);
+    // An empty NOTIFY has an empty payload; only the gap has none (anything may have been notified during it).
+    expect(payloads).toEqual(["org_1", "", undefined]);
   });
 
   it("stops listening for good when stopped, without reconnecting", async () => {

@@ -7,10 +7,11 @@ export interface NotificationListenerOptions {
   /** The NOTIFY channel (a plain identifier). */
   channel: string;
   /**
-   * Called on every notification, and once the channel is listened to again after a lost connection: what was
-   * notified while it was down never arrives, so the caller looks for work then.
+   * Called on every notification with its payload, and once the channel is listened to again after a lost
+   * connection, without one: what was notified while it was down never arrives, so the caller assumes anything may
+   * have been (it looks for work, or drops what it cached).
    */
-  onNotify: () => void;
+  onNotify: (payload?: string) => void;
   logger?: Logger;
   /** First delay before reconnecting; it doubles after each failure up to `maxRetryMs`. */
   retryMs?: number;
@@ -68,7 +69,7 @@ export async function startNotificationListener({
       logger?.warn({ err: error, channel }, "LISTEN connection lost; listening again");
       scheduleRetry();
     };
-    client.on("notification", () => onNotify());
+    client.on("notification", (message) => onNotify(message.payload ?? ""));
     client.on("error", onLost);
     client.on("end", () => onLost());
     try {
