@@ -166,8 +166,9 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
         await create(org.key, { url: `${ctx.receiver.url}?ep=completed`, events: ["job.completed", "job.failed"] });
         await create(org.key, { url: `${ctx.receiver.url}?ep=fifo`, events: ["job.running"], ordering: "fifo" });
       }
-      // Every replica reads the org's endpoints again once its cache entry expires (WEBHOOK_ENDPOINT_CACHE_MS, 5 s).
-      await new Promise((resolve) => setTimeout(resolve, 6000));
+      // Every replica forgets the org's endpoints when their change commits (a NOTIFY, src/endpoints/endpoint-changes.ts):
+      // a moment for the notices to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       await settle();
       const events = new SyntheticEvents(ctx.bus, orgIds);
       const count = ctx.sizes.throughputEvents;

@@ -193,4 +193,21 @@ export const migrations: Migrations = {
       await sql`alter table delivery_attempts add column request_headers jsonb, add column response_headers jsonb`.execute(db);
     },
   },
+  "2026-11-30-001-endpoint-change-notify": {
+    async up(db: Kysely<any>) {
+      // Every committed change to an org's endpoints tells every replica (NOTIFY, payload: the org id), which drops its
+      // cached copy (src/endpoints/endpoint-changes.ts): a trigger, so that no write path, an operator's SQL included,
+      // can change an endpoint without it. The channel's name is ENDPOINTS_CHANGED_CHANNEL's; frozen here as written.
+      await sql`
+        create function notify_endpoints_changed() returns trigger language plpgsql as $$
+        begin
+          perform pg_notify('dispatcher_endpoints_changed', coalesce(new.org_id, old.org_id));
+          return null;
+        end
+        $$`.execute(db);
+      await sql`
+        create trigger endpoints_changed after insert or update or delete on endpoints
+        for each row execute function notify_endpoints_changed()`.execute(db);
+    },
+  },
 };

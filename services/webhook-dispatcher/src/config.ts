@@ -34,8 +34,12 @@ export const configSchema = commonConfigSchema
   WEBHOOK_RECOVER_MAX: z.coerce.number().int().positive().default(10_000),
   /** One recover call per endpoint per this long (RATE_LIMITED otherwise). */
   WEBHOOK_RECOVER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
-  /** How long an endpoint (URL, secrets, filter, state) is reused before it is read again; changes made on this replica apply at once. */
-  WEBHOOK_ENDPOINT_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+  /**
+   * How long an org's endpoints (URL, secrets, filter, state) are reused before they are read again. Every replica
+   * forgets an org's entry when a change to its endpoints commits (NOTIFY, endpoint-changes.ts), and all of them after
+   * its LISTEN connection was lost: this only bounds how long a notice lost some other way leaves an entry stale.
+   */
+  WEBHOOK_ENDPOINT_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
   ...secretsEncryptionVariables,
   /** An attempt without a 2xx answer inside this time counts as failed (seed: 10 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
@@ -83,8 +87,12 @@ export const configSchema = commonConfigSchema
   WEBHOOK_PROGRESS_INTERVAL_MS: z.coerce.number().int().positive().default(5000),
   /** Progress readings turned into deliveries at once by this process; readings beyond are dropped (best-effort). */
   DISPATCHER_PROGRESS_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(64),
-  /** How long a webhook target (URL, secret, plan) is reused before asking the auth service again. */
-  WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(5000),
+  /**
+   * How long a webhook target (URL, secret, plan) is reused before asking the auth service again. Forgotten at once on
+   * `auth.events.org.updated`, and all of them after the NATS connection was lost (notices published meanwhile are
+   * missed): this only bounds how long a lost notice leaves a target stale.
+   */
+  WEBHOOK_TARGET_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often expired rows are pruned (src/retention/prune.ts). */
   RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
   /** Finished deliveries and their attempt logs are deleted this long after their creation and last attempt. */

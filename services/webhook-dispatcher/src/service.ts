@@ -9,6 +9,7 @@ import { migrations } from "../migrations/index.js";
 import type { DispatcherConfig } from "./config.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "./database.js";
 import { startJobEventsConsumer } from "./ingest/job-events.consumer.js";
+import { followEndpointChanges } from "./endpoints/endpoint-changes.js";
 import { startJobProgressListener, type JobProgressListener } from "./ingest/job-progress.listener.js";
 import { createDispatcherMetrics, type DispatcherMetrics } from "./metrics.js";
 import { webhooksRpc } from "./rpc/webhooks.rpc.js";
@@ -62,10 +63,13 @@ export async function startDispatcherService(
 
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   const targets = createWebhookTargets(authClient, { ttlMs: config.WEBHOOK_TARGET_CACHE_MS });
-  // Core subscription: a missed notice only means the entry lives out its short TTL.
   const box = createSecretBox(secretsKeyringOf(config));
   const endpoints = createEndpointDirectory(db, targets, box, { ttlMs: config.WEBHOOK_ENDPOINT_CACHE_MS });
+  // Caches follow changes as they commit: endpoint rows by NOTIFY from any replica, targets by the auth service's
+  // event. A core subscription misses what is published while the connection is down, so a reconnect forgets all.
   const stopListening = bus.listen<authEvents.OrgUpdated>("auth.events.org.updated", (event) => endpoints.forget(event.orgId));
+  const stopForgettingOnReconnect = bus.onReconnect(() => endpoints.forgetAll());
+  const endpointChanges = await followEndpointChanges({ databaseUrl: config.DATABASE_URL, directory: endpoints, logger });
 
   const metrics = createDispatcherMetrics(async () => {
     const row = await db
@@ -189,6 +193,8 @@ export async function startDispatcherService(
       await relay.drained();
       await relay.stop();
       stopListening();
+      stopForgettingOnReconnect();
+      await endpointChanges.stop();
       await bus.close();
       authClient.close();
       await agent.close().catch(() => undefined);

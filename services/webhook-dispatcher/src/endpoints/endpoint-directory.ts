@@ -29,8 +29,10 @@ export interface OrgEndpoints {
 export interface EndpointDirectory {
   /** The org's endpoints, from a short-lived cache unless `fresh`. Throws when the auth service is unreachable. */
   get(orgId: string, options?: { fresh?: boolean }): Promise<OrgEndpoints>;
-  /** Drops the org's cached entry and its target (after a change made on this replica). */
+  /** Drops the org's cached entry and its target (a change of its endpoints or of its target). */
   forget(orgId: string): void;
+  /** Drops every cached entry and target (changes may have been missed: a notification channel was down). */
+  forgetAll(): void;
 }
 
 /** The default endpoint's settings when it has no row yet: every event, enabled, the seed schedule. */
@@ -94,7 +96,8 @@ export function endpointOfDelivery(org: OrgEndpoints, row: Pick<DeliveryRow, "en
 
 /**
  * Reads endpoints (rows of this schema, plus the org's webhook target from the auth service), caching each org's for
- * `ttlMs`; concurrent lookups share one read. Other replicas see a change when their entry expires.
+ * `ttlMs`; concurrent lookups share one read. A change is forgotten at once by every replica (endpoint-changes.ts, and
+ * `auth.events.org.updated` for targets); `ttlMs` bounds how long a missed notice leaves an entry stale.
  */
 export function createEndpointDirectory(db: DispatcherDb, targets: WebhookTargets, box: SecretBox, { ttlMs }: { ttlMs: number }): EndpointDirectory {
   const cache = new Map<string, { expiresAt: number; value: Promise<OrgEndpoints> }>();
@@ -118,6 +121,10 @@ export function createEndpointDirectory(db: DispatcherDb, targets: WebhookTarget
     forget(orgId) {
       cache.delete(orgId);
       targets.forget(orgId);
+    },
+    forgetAll() {
+      cache.clear();
+      targets.forgetAll();
     },
   };
 }

@@ -38,7 +38,7 @@ describe("the delivery sender's safety-net poll", () => {
       db,
       databaseUrl: url,
       // The auth service is "unreachable": a claimed delivery is postponed, never sent.
-      endpoints: { get: async () => Promise.reject(new Error("auth service unreachable")), forget: () => undefined },
+      endpoints: { get: async () => Promise.reject(new Error("auth service unreachable")), forget: () => undefined, forgetAll: () => undefined },
       agent,
       metrics: createDispatcherMetrics(async () => 0),
       logger: createLogger({ service: "idle-poll-test", level: "silent" }),

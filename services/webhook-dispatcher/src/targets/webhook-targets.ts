@@ -15,6 +15,8 @@ export interface WebhookTargets {
   get(orgId: string, options?: { fresh?: boolean }): Promise<WebhookTarget>;
   /** Drops a cached entry (on `auth.events.org.updated`). */
   forget(orgId: string): void;
+  /** Drops every cached entry (after the connection that brings `auth.events.org.updated` was lost). */
+  forgetAll(): void;
 }
 
 /** True when deliveries should be made for this target: a plan with webhooks and a URL. */
@@ -51,6 +53,9 @@ export function createWebhookTargets(
     },
     forget(orgId) {
       cache.delete(orgId);
+    },
+    forgetAll() {
+      cache.clear();
     },
   };
 }
