@@ -9,4 +9,4 @@ export * from "./test-database.js";
 export * from "./system.js";
 export * from "./outcome.js";
 export * from "./run-tmpdir.js";
-export { ensureExecutable, getFreePort } from './local-process.js';
+export { ensureExecutable, getFreePort, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';

@@ -23,19 +23,14 @@ let admin: pg.Client;
 const box = createSecretBox(randomBytes(32));
 const closers: Array<() => Promise<unknown>> = [];
 
-/** The auth service's side: every org is on the pro plan with a webhookUrl; counts the lookups. */
-function fakeTargets(): WebhookTargets & { lookups: number } {
+/** The auth service's side: every org is on the pro plan with a webhookUrl. */
+function fakeTargets(): WebhookTargets {
   const pro = loadPlans().pro;
-  const targets = {
-    lookups: 0,
-    get: async (orgId: string) => {
-      targets.lookups += 1;
-      return { orgId, plan: pro, url: "https://hooks.example.com/default", secret: "org-secret" };
-    },
+  return {
+    get: async (orgId: string) => ({ orgId, plan: pro, url: "https://hooks.example.com/default", secret: "org-secret" }),
     forget: () => undefined,
     forgetAll: () => undefined,
   };
-  return targets;
 }
 
 /** A replica's directory, following changes as the service wires it. */
@@ -117,6 +112,9 @@ describe("endpoint changes across replicas", () => {
     await admin.query("set session_replication_role = replica");
     await admin.query(`update ${DISPATCHER_SCHEMA}.endpoints set url = 'https://hooks.example.com/unannounced' where org_id = $1 and url is not null`, [orgId]);
     await admin.query("set session_replication_role = origin");
+    // Nor does a stray notice on the channel (empty, or another org's) make it read this org again.
+    await admin.query(`notify ${ENDPOINTS_CHANGED_CHANNEL}`);
+    await admin.query(`select pg_notify('${ENDPOINTS_CHANGED_CHANNEL}', 'org_someone_else')`);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await urlsOf(directory, orgId)).toContain("https://hooks.example.com/before on");
 

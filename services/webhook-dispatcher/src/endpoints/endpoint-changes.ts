@@ -18,7 +18,8 @@ export function followEndpointChanges(options: { databaseUrl: string; directory:
   return startNotificationListener({
     connectionString: options.databaseUrl,
     channel: ENDPOINTS_CHANGED_CHANNEL,
-    onNotify: (orgId) => (orgId ? directory.forget(orgId) : directory.forgetAll()),
+    // Only the gap after a lost connection comes without a payload: a stray NOTIFY on the channel cannot empty the cache.
+    onNotify: (orgId) => (orgId === undefined ? directory.forgetAll() : directory.forget(orgId)),
     logger: options.logger,
   });
 }
