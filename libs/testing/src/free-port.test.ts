@@ -1,16 +1,114 @@
-import { createServer } from 'node:net';
-import { describe, expect, it } from 'vitest';
-import { getFreePort } from './local-process.js';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { getFreePort, PortRegistry, rangeBelowEphemeral } from './free-port.js';
+
+const dirs: string[] = [];
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  await Promise.all(servers.splice(0).map((server) => new Promise((closed) => server.close(closed))));
+});
+
+function registryDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'port-registry-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function listenOn(port: number): Promise<void> {
+  return new Promise((listening, failed) => {
+    const server = createServer();
+    servers.push(server);
+    server.once('error', failed);
+    server.listen(port, '127.0.0.1', () => listening());
+  });
+}
+
+/** Runs a registry in another process: it takes `count` ports, prints them, and holds them until `release()`. */
+function takeInChild(dir: string, first: number, end: number, count: number): Promise<{ ports: number[]; release: () => Promise<void> }> {
+  const moduleUrl = new URL('./free-port.ts', import.meta.url).href;
+  const script = `
+    import { PortRegistry } from ${JSON.stringify(moduleUrl)};
+    const registry = new PortRegistry({ dir: ${JSON.stringify(dir)}, range: { first: ${first}, end: ${end} } });
+    const ports = [];
+    for (let i = 0; i < ${count}; i += 1) ports.push(await registry.take());
+    process.stdout.write(JSON.stringify(ports));
+    await new Promise((resolve) => process.stdin.once('data', resolve));
+  `;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+    child.stdout.once('data', (data: Buffer) => {
+      const release = async () => {
+        child.stdin.end('done');
+        await exited;
+      };
+      resolve({ ports: JSON.parse(data.toString()) as number[], release });
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`child exited with ${code} before printing its ports`)));
+  });
+}
 
 describe('getFreePort', () => {
   it('hands out ports that can be bound, never the same one twice in a process', async () => {
     const ports = await Promise.all(Array.from({ length: 40 }, () => getFreePort()));
     expect(new Set(ports).size).toBe(ports.length);
-    const port = ports[0]!;
-    await new Promise<void>((listening, failed) => {
-      const server = createServer();
-      server.once('error', failed);
-      server.listen(port, '127.0.0.1', () => server.close(() => listening()));
-    });
+    await listenOn(ports[0]!);
   });
+
+  it('hands out ports below the ephemeral range, which no outgoing connection can take between pick and bind', async () => {
+    const range = rangeBelowEphemeral();
+    if (range === undefined) throw new Error('this machine has no room below its ephemeral range; the test expects Linux defaults');
+    const port = await getFreePort();
+    expect(port).toBeGreaterThanOrEqual(range.first);
+    expect(port).toBeLessThan(range.end);
+  });
+});
+
+describe('PortRegistry', () => {
+  it('never hands the same port to two processes taking ports at the same time', async () => {
+    const dir = registryDir();
+    // 60 ports, 2 x 25 taken: with random starts, two unreserved pickers would collide almost surely.
+    const [a, b] = await Promise.all([takeInChild(dir, 20_000, 20_060, 25), takeInChild(dir, 20_000, 20_060, 25)]);
+    await Promise.all([a!.release(), b!.release()]);
+    expect(new Set([...a!.ports, ...b!.ports]).size).toBe(50);
+  }, 30_000);
+
+  it("takes over a dead process's reservation, never a living one's", async () => {
+    const dir = registryDir();
+    writeFileSync(join(dir, '21000'), String(process.pid));
+    writeFileSync(join(dir, '21001'), '2147483646'); // no such pid
+    const registry = new PortRegistry({ dir, range: { first: 21_000, end: 21_002 } });
+    expect(await registry.take()).toBe(21_001);
+    await expect(registry.take()).rejects.toThrow(/no free port in 21000-21001/);
+  });
+
+  it('skips a port a server outside the registry listens on', async () => {
+    const dir = registryDir();
+    const inUse = await new PortRegistry({ dir: registryDir(), range: { first: 22_000, end: 22_100 } }).take();
+    await listenOn(inUse);
+    const registry = new PortRegistry({ dir, range: { first: inUse, end: inUse + 2 } });
+    expect(await registry.take()).toBe(inUse + 1);
+  });
+
+  it('removes its reservations when released and when its process exits, and clears those of killed processes', async () => {
+    const dir = registryDir();
+    const registry = new PortRegistry({ dir, range: { first: 23_000, end: 23_100 } });
+    await registry.take();
+    expect(readdirSync(dir)).toHaveLength(1);
+    registry.releaseAll();
+    expect(readdirSync(dir)).toHaveLength(0);
+
+    writeFileSync(join(dir, '23050'), '2147483646'); // left by a process killed without an exit event
+    const child = await takeInChild(dir, 23_000, 23_100, 1);
+    expect(existsSync(join(dir, '23050'))).toBe(false);
+    expect(existsSync(join(dir, String(child.ports[0])))).toBe(true);
+    await child.release();
+    expect(existsSync(join(dir, String(child.ports[0])))).toBe(false);
+  }, 30_000);
 });

@@ -4,10 +4,12 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { findExecutable as findExecutableIn, pathDirectories } from '@renderbus/config';
+import { canBind, getFreePort } from './free-port.js';
+
+export { getFreePort };
 
 const execFileAsync = promisify(execFile);
 
@@ -119,54 +121,12 @@ export async function lookupUser(user: string): Promise<{ uid: number; gid: numb
 // Ports and probes
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Ports this process has handed out: the OS may offer a just-closed port again before its first taker binds it. */
-const handedOut = new Set<number>();
-
-/**
- * Resolves with a port that was free on 127.0.0.1 a moment ago (the OS picks it), never one this process handed
- * out before: callers that pick several ports before starting their servers (a cluster's client and route ports)
- * must not get the same one twice.
- */
-export async function getFreePort(): Promise<number> {
-  for (let tries = 0; tries < 50; tries += 1) {
-    const port = await osPickedPort();
-    if (handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
-  }
-  throw new LocalInfraError('could not find a port not handed out before');
-}
-
-function osPickedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address !== null && typeof address === 'object') resolve(address.port);
-        else reject(new LocalInfraError('could not read a free port'));
-      });
-    });
-  });
-}
-
-/** Returns the first port in `[first, first + count)` that can be bound on 127.0.0.1, else an OS-picked one. */
+/** Returns the first port in `[first, first + count)` that can be bound on 127.0.0.1, else one from getFreePort. */
 export async function findFreePortFrom(first: number, count = 100): Promise<number> {
   for (let port = first; port < first + count; port += 1) {
     if (await canBind(port)) return port;
   }
   return getFreePort();
-}
-
-function canBind(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 /** Resolves true while a process with this pid exists (signal 0 probes without killing). */

@@ -1,0 +1,208 @@
+/**
+ * Ports for servers that tests and `npm start` start after picking their ports (a service learns its peers' ports
+ * from its environment, so they are picked before anything binds).
+ *
+ * Asking the OS for port 0 and closing it again races twice. The port comes from the ephemeral range, so any outgoing
+ * connection on the machine (the suite opens thousands) may take it before our server binds it. And another process
+ * (a second vitest worker, or the `npm start` a test runs) may be handed the same one. Both happened in CI: a gateway's
+ * metrics port was in use when it bound it.
+ *
+ * So ports come from below the ephemeral range, where the OS never assigns one on its own, and each is reserved for
+ * the process that took it by a file named after it in a directory every process on the machine shares (created
+ * with O_EXCL, so one taker wins). A reservation ends with its process: its files go on exit, and a file whose
+ * process is gone is taken over.
+ */
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** Where reservations live: one directory for every user, like /tmp itself (sticky, world-writable). */
+export const DEFAULT_PORT_REGISTRY_DIR = '/tmp/renderbus-ports';
+
+/** The lowest port handed out: above the fixed ones (3000, 4222, 5432, 6379, 9464 and the ranges npm start scans). */
+export const FIRST_HANDED_OUT_PORT = 10_000;
+
+/** Fewer ports than this below the ephemeral range, and ports come from the OS as before. */
+const MIN_RANGE_SIZE = 2_000;
+
+export interface PortRange {
+  first: number;
+  /** Exclusive. */
+  end: number;
+}
+
+export interface PortRegistryOptions {
+  dir?: string;
+  range?: PortRange;
+}
+
+/** Hands out ports reserved across processes; see the module comment. */
+export class PortRegistry {
+  readonly dir: string;
+  readonly range: PortRange | undefined;
+  private readonly mine = new Set<number>();
+  private usable: boolean | undefined;
+
+  constructor(options: PortRegistryOptions = {}) {
+    this.dir = options.dir ?? DEFAULT_PORT_REGISTRY_DIR;
+    this.range = options.range ?? rangeBelowEphemeral();
+  }
+
+  /** A port free on 127.0.0.1 a moment ago that no other process using the same directory holds. */
+  async take(): Promise<number> {
+    const range = this.range;
+    if (range === undefined || !this.registryUsable()) return this.osPicked();
+    const size = range.end - range.first;
+    const start = Math.floor(Math.random() * size);
+    for (let step = 0; step < size; step += 1) {
+      const port = range.first + ((start + step) % size);
+      if (this.mine.has(port) || !this.reserve(port)) continue;
+      if (await canBind(port)) return port;
+      // Someone outside the registry is on it (a fixed-port server): keep the reservation, so no one tries it again.
+    }
+    throw new Error(`no free port in ${range.first}-${range.end - 1}`);
+  }
+
+  /** Removes this process's reservations (its servers are gone or going). */
+  releaseAll(): void {
+    for (const port of this.mine) {
+      try {
+        unlinkSync(this.fileOf(port));
+      } catch {
+        // Already gone: taken over by another process after a pid reuse check, or the directory was cleared.
+      }
+    }
+    this.mine.clear();
+  }
+
+  private reserve(port: number): boolean {
+    const file = this.fileOf(port);
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      try {
+        const fd = openSync(file, 'wx', 0o644);
+        try {
+          writeSync(fd, String(process.pid));
+        } finally {
+          closeSync(fd);
+        }
+        this.mine.add(port);
+        if (this.mine.size === 1) process.once('exit', () => this.releaseAll());
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !holderIsGone(file)) return false;
+        try {
+          unlinkSync(file);
+        } catch {
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+
+  private registryUsable(): boolean {
+    if (this.usable !== undefined) return this.usable;
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      try {
+        chmodSync(this.dir, 0o1777);
+      } catch {
+        // Another user made it; it is theirs to open up, and they did (see the probe below).
+      }
+      const probe = join(this.dir, `.probe-${process.pid}`);
+      closeSync(openSync(probe, 'w'));
+      unlinkSync(probe);
+      this.usable = true;
+      this.sweep();
+    } catch {
+      this.usable = false;
+    }
+    return this.usable;
+  }
+
+  /** Test workers are killed without an exit event: their reservations are cleared by the next process to start. */
+  private sweep(): void {
+    for (const name of readdirSync(this.dir)) {
+      if (!/^\d+$/.test(name)) continue;
+      const file = join(this.dir, name);
+      if (holderIsGone(file)) rmSync(file, { force: true });
+    }
+  }
+
+  private fileOf(port: number): string {
+    return join(this.dir, String(port));
+  }
+
+  private async osPicked(): Promise<number> {
+    for (let tries = 0; tries < 50; tries += 1) {
+      const port = await osPickedPort();
+      if (this.mine.has(port)) continue;
+      this.mine.add(port);
+      return port;
+    }
+    throw new Error('could not find a port not handed out before');
+  }
+}
+
+/** The ports below the OS's ephemeral range (Linux: net.ipv4.ip_local_port_range), or undefined when too few. */
+export function rangeBelowEphemeral(rangeFile = '/proc/sys/net/ipv4/ip_local_port_range'): PortRange | undefined {
+  let ephemeralFirst: number;
+  try {
+    ephemeralFirst = Number(readFileSync(rangeFile, 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(ephemeralFirst) || ephemeralFirst - FIRST_HANDED_OUT_PORT < MIN_RANGE_SIZE) return undefined;
+  return { first: FIRST_HANDED_OUT_PORT, end: ephemeralFirst };
+}
+
+function holderIsGone(file: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(file, 'utf8'));
+  } catch {
+    return false;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function osPickedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address !== null && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not read a free port'));
+      });
+    });
+  });
+}
+
+/** Resolves true when a server can listen on 127.0.0.1:port right now. */
+export function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+const registry = new PortRegistry();
+
+/**
+ * Resolves with a port that was free on 127.0.0.1 a moment ago and that no other process of this machine's test runs
+ * or `npm start` holds, never one this process handed out before: callers pick several before starting their servers.
+ */
+export function getFreePort(): Promise<number> {
+  return registry.take();
+}
