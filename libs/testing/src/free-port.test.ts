@@ -96,6 +96,20 @@ describe('PortRegistry', () => {
     expect(await registry.take()).toBe(inUse + 1);
   });
 
+  it('gives the first free port of a range to one process only, skipping a port a server outside the registry holds', async () => {
+    const dir = registryDir();
+    const first = await new PortRegistry({ dir: registryDir(), range: { first: 24_000, end: 24_100 } }).take();
+    await listenOn(first);
+    const a = new PortRegistry({ dir, range: { first: 1, end: 2 } });
+    const b = new PortRegistry({ dir, range: { first: 1, end: 2 } });
+    writeFileSync(join(dir, String(first + 1)), String(process.ppid)); // another living process holds the next one
+    expect(await a.takeFirstFree(first, 10)).toBe(first + 2);
+    expect(await b.takeFirstFree(first, 10)).toBe(first + 3);
+    expect(existsSync(join(dir, String(first)))).toBe(false);
+    expect(await a.takeFirstFree(first, 10)).toBe(first + 2); // its own port again, for a restarted server
+    expect(await b.takeFirstFree(first, 3)).toBeUndefined();
+  });
+
   it('removes its reservations when released and when its process exits, and clears those of killed processes', async () => {
     const dir = registryDir();
     const registry = new PortRegistry({ dir, range: { first: 23_000, end: 23_100 } });

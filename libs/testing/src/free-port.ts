@@ -63,6 +63,22 @@ export class PortRegistry {
     throw new Error(`no free port in ${range.first}-${range.end - 1}`);
   }
 
+  /**
+   * The first port of `[first, first + count)` that can be bound and that no other process holds (npm start's local
+   * servers keep a port from their range across restarts). This process's own reservations count as free: it may
+   * start a server again on the port it had.
+   */
+  async takeFirstFree(first: number, count: number): Promise<number | undefined> {
+    const registered = this.registryUsable();
+    for (let port = first; port < first + count; port += 1) {
+      const reserved = this.mine.has(port) || !registered || this.reserve(port);
+      if (!reserved) continue;
+      if (await canBind(port)) return port;
+      if (registered) this.release(port);
+    }
+    return undefined;
+  }
+
   /** Removes this process's reservations (its servers are gone or going). */
   releaseAll(): void {
     for (const port of this.mine) {
@@ -73,6 +89,11 @@ export class PortRegistry {
       }
     }
     this.mine.clear();
+  }
+
+  private release(port: number): void {
+    this.mine.delete(port);
+    rmSync(this.fileOf(port), { force: true });
   }
 
   private reserve(port: number): boolean {
@@ -205,4 +226,9 @@ const registry = new PortRegistry();
  */
 export function getFreePort(): Promise<number> {
   return registry.take();
+}
+
+/** Returns the first port in `[first, first + count)` that is free and held by no other process, else one from getFreePort. */
+export async function findFreePortFrom(first: number, count = 100): Promise<number> {
+  return (await registry.takeFirstFree(first, count)) ?? getFreePort();
 }

@@ -7,9 +7,9 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { findExecutable as findExecutableIn, pathDirectories } from '@renderbus/config';
-import { canBind, getFreePort } from './free-port.js';
+import { findFreePortFrom, getFreePort } from './free-port.js';
 
-export { getFreePort };
+export { findFreePortFrom, getFreePort };
 
 const execFileAsync = promisify(execFile);
 
@@ -120,14 +120,6 @@ export async function lookupUser(user: string): Promise<{ uid: number; gid: numb
 // ---------------------------------------------------------------------------------------------------------------
 // Ports and probes
 // ---------------------------------------------------------------------------------------------------------------
-
-/** Returns the first port in `[first, first + count)` that can be bound on 127.0.0.1, else one from getFreePort. */
-export async function findFreePortFrom(first: number, count = 100): Promise<number> {
-  for (let port = first; port < first + count; port += 1) {
-    if (await canBind(port)) return port;
-  }
-  return getFreePort();
-}
 
 /** Resolves true while a process with this pid exists (signal 0 probes without killing). */
 export function isProcessAlive(pid: number): boolean {
