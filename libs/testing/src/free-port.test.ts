@@ -70,27 +70,28 @@ describe('getFreePort', () => {
   });
 });
 
+// The registries below work in 7100-7609: under the ports getFreePort hands out, so no other test binds one of them.
 describe('PortRegistry', () => {
   it('never hands the same port to two processes taking ports at the same time', async () => {
     const dir = registryDir();
     // 60 ports, 2 x 25 taken: with random starts, two unreserved pickers would collide almost surely.
-    const [a, b] = await Promise.all([takeInChild(dir, 20_000, 20_060, 25), takeInChild(dir, 20_000, 20_060, 25)]);
+    const [a, b] = await Promise.all([takeInChild(dir, 7_100, 7_160, 25), takeInChild(dir, 7_100, 7_160, 25)]);
     await Promise.all([a!.release(), b!.release()]);
     expect(new Set([...a!.ports, ...b!.ports]).size).toBe(50);
   }, 30_000);
 
   it("takes over a dead process's reservation, never a living one's", async () => {
     const dir = registryDir();
-    writeFileSync(join(dir, '21000'), String(process.pid));
-    writeFileSync(join(dir, '21001'), '2147483646'); // no such pid
-    const registry = new PortRegistry({ dir, range: { first: 21_000, end: 21_002 } });
-    expect(await registry.take()).toBe(21_001);
-    await expect(registry.take()).rejects.toThrow(/no free port in 21000-21001/);
+    writeFileSync(join(dir, '7200'), String(process.pid));
+    writeFileSync(join(dir, '7201'), '2147483646'); // no such pid
+    const registry = new PortRegistry({ dir, range: { first: 7_200, end: 7_202 } });
+    expect(await registry.take()).toBe(7_201);
+    await expect(registry.take()).rejects.toThrow(/no free port in 7200-7201/);
   });
 
   it('skips a port a server outside the registry listens on', async () => {
     const dir = registryDir();
-    const inUse = await new PortRegistry({ dir: registryDir(), range: { first: 22_000, end: 22_100 } }).take();
+    const inUse = await new PortRegistry({ dir: registryDir(), range: { first: 7_300, end: 7_310 } }).take();
     await listenOn(inUse);
     const registry = new PortRegistry({ dir, range: { first: inUse, end: inUse + 2 } });
     expect(await registry.take()).toBe(inUse + 1);
@@ -98,7 +99,7 @@ describe('PortRegistry', () => {
 
   it('gives the first free port of a range to one process only, skipping a port a server outside the registry holds', async () => {
     const dir = registryDir();
-    const first = await new PortRegistry({ dir: registryDir(), range: { first: 24_000, end: 24_100 } }).take();
+    const first = await new PortRegistry({ dir: registryDir(), range: { first: 7_400, end: 7_410 } }).take();
     await listenOn(first);
     const a = new PortRegistry({ dir, range: { first: 1, end: 2 } });
     const b = new PortRegistry({ dir, range: { first: 1, end: 2 } });
@@ -112,15 +113,15 @@ describe('PortRegistry', () => {
 
   it('removes its reservations when released and when its process exits, and clears those of killed processes', async () => {
     const dir = registryDir();
-    const registry = new PortRegistry({ dir, range: { first: 23_000, end: 23_100 } });
+    const registry = new PortRegistry({ dir, range: { first: 7_500, end: 7_600 } });
     await registry.take();
     expect(readdirSync(dir)).toHaveLength(1);
     registry.releaseAll();
     expect(readdirSync(dir)).toHaveLength(0);
 
-    writeFileSync(join(dir, '23050'), '2147483646'); // left by a process killed without an exit event
-    const child = await takeInChild(dir, 23_000, 23_100, 1);
-    expect(existsSync(join(dir, '23050'))).toBe(false);
+    writeFileSync(join(dir, '7550'), '2147483646'); // left by a process killed without an exit event
+    const child = await takeInChild(dir, 7_500, 7_600, 1);
+    expect(existsSync(join(dir, '7550'))).toBe(false);
     expect(existsSync(join(dir, String(child.ports[0])))).toBe(true);
     await child.release();
     expect(existsSync(join(dir, String(child.ports[0])))).toBe(false);
