@@ -36,6 +36,12 @@ export interface PortRegistryOptions {
   range?: PortRange;
 }
 
+/** Registries holding reservations; one exit listener for all of them, installed on import (callers count theirs). */
+const holding = new Set<PortRegistry>();
+process.once('exit', () => {
+  for (const registry of holding) registry.releaseAll();
+});
+
 /** Hands out ports reserved across processes; see the module comment. */
 export class PortRegistry {
   readonly dir: string;
@@ -107,7 +113,7 @@ export class PortRegistry {
           closeSync(fd);
         }
         this.mine.add(port);
-        if (this.mine.size === 1) process.once('exit', () => this.releaseAll());
+        holding.add(this);
         return true;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !holderIsGone(file)) return false;
