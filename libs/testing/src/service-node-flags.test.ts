@@ -26,8 +26,9 @@ describe("the node flags services run with", () => {
     const { stdout } = await promisify(execFile)(process.execPath, [...SERVICE_NODE_FLAGS, "-e", churn]);
     const largestMb = Number(stdout.trim()) / (1024 * 1024);
     expect(largestMb).toBeGreaterThan(0);
-    // new_space counts both semi-spaces, and Node 24's a few pages more (22 MB seen with 8 MB semi-spaces).
-    expect(largestMb).toBeLessThanOrEqual(4 * SERVICE_MAX_SEMI_SPACE_MB);
+    // new_space counts both semi-spaces, and Node 24's a few pages more: 22 MB seen with 8 MB semi-spaces, 33.25 MB
+    // under the full suite's load. Without the flag it is 128 MB: 6x still tells the two apart.
+    expect(largestMb).toBeLessThanOrEqual(6 * SERVICE_MAX_SEMI_SPACE_MB);
   });
 
   /** The threads a node process runs with `flags` (after start-up: V8's workers exist from the start). */
