@@ -12,7 +12,7 @@
  * with O_EXCL, so one taker wins). A reservation ends with its process: its files go on exit, and a file whose
  * process is gone is taken over.
  */
-import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -116,12 +116,7 @@ export class PortRegistry {
         holding.add(this);
         return true;
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !holderIsGone(file)) return false;
-        try {
-          unlinkSync(file);
-        } catch {
-          return false;
-        }
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !removeIfAbandoned(file)) return false;
       }
     }
     return false;
@@ -152,7 +147,7 @@ export class PortRegistry {
     for (const name of readdirSync(this.dir)) {
       if (!/^\d+$/.test(name)) continue;
       const file = join(this.dir, name);
-      if (holderIsGone(file)) rmSync(file, { force: true });
+      removeIfAbandoned(file);
     }
   }
 
@@ -183,13 +178,44 @@ export function rangeBelowEphemeral(rangeFile = '/proc/sys/net/ipv4/ip_local_por
   return { first: FIRST_HANDED_OUT_PORT, end: ephemeralFirst };
 }
 
-function holderIsGone(file: string): boolean {
-  let pid: number;
+/**
+ * Removes a reservation whose process is gone, and only that one: between reading it and removing it, another process
+ * may have removed it too and reserved the port afresh. So the file is moved aside first, and put back when what was
+ * moved is not the file that was judged.
+ */
+function removeIfAbandoned(file: string): boolean {
+  let judged: number;
   try {
-    pid = Number(readFileSync(file, 'utf8'));
+    const fd = openSync(file, 'r');
+    try {
+      judged = fstatSync(fd).ino;
+      if (!holderIsGone(readFileSync(fd, 'utf8'))) return false;
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return false;
   }
+  const aside = `${file}.aside-${process.pid}`;
+  try {
+    renameSync(file, aside);
+  } catch {
+    return false;
+  }
+  const movedTheJudged = statSync(aside).ino === judged;
+  if (!movedTheJudged) {
+    try {
+      linkSync(aside, file);
+    } catch {
+      // A third process reserved the port in between; the one whose file this was keeps serving on it.
+    }
+  }
+  rmSync(aside, { force: true });
+  return movedTheJudged;
+}
+
+function holderIsGone(content: string): boolean {
+  const pid = Number(content);
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
