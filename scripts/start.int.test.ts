@@ -14,7 +14,8 @@ import { promisify, stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, makeTestVideo, startFileServer, waitFor } from "../e2e/helpers.js";
 import { copyCheckout, withoutTestRunVariables } from "../e2e/checkout-copy.js";
-import { getFreePort, isProcessAlive } from "../libs/testing/src/local-process.js";
+import { getFreePort } from "../libs/testing/src/free-port.js";
+import { isProcessAlive } from "../libs/testing/src/local-process.js";
 import { keptLogPath } from "../libs/testing/src/run-tmpdir.js";
 
 const run = promisify(execFile);

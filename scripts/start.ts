@@ -15,7 +15,7 @@ import { splitNatsUrl } from "../libs/bus/src/nats-credentials.js";
 import { devNatsPassword } from "../libs/bus/src/nats-permissions.js";
 import { chooseServerDataDir } from "../libs/testing/src/local-data-dir.js";
 import { ensureFfmpeg, ensureLocalInfra } from "../libs/testing/src/local-infra.js";
-import { findFreePortFrom } from "../libs/testing/src/local-process.js";
+import { findFreePortFrom } from "../libs/testing/src/free-port.js";
 import { createSupervisor, OutputTail } from "../libs/testing/src/supervisor.js";
 import { SERVICES, startSystem, type ServiceName } from "../libs/testing/src/system.js";
 

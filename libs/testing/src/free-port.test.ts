@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +111,39 @@ describe('PortRegistry', () => {
     expect(existsSync(join(dir, String(first)))).toBe(false);
     expect(await a.takeFirstFree(first, 10)).toBe(first + 2); // its own port again, for a restarted server
     expect(await b.takeFirstFree(first, 3)).toBeUndefined();
+  });
+
+  it('does not follow a directory another user left as a symlink: it takes OS-picked ports instead', async () => {
+    const base = registryDir();
+    const target = join(base, 'target');
+    mkdirSync(target, 0o755);
+    symlinkSync(target, join(base, 'ports'));
+    const registry = new PortRegistry({ dir: join(base, 'ports'), range: { first: 7_700, end: 7_710 } });
+    const port = await registry.take();
+    expect(port < 7_700 || port >= 7_710).toBe(true);
+    expect(readdirSync(target)).toEqual([]);
+    expect(statSync(target).mode & 0o7777).toBe(0o755);
+  });
+
+  it('does not write through a symlink left under the name of its writability probe', async () => {
+    const dir = registryDir();
+    const victim = join(registryDir(), 'victim');
+    writeFileSync(victim, 'keep me');
+    symlinkSync(victim, join(dir, `.probe-${process.pid}`));
+    const port = await new PortRegistry({ dir, range: { first: 7_750, end: 7_760 } }).take();
+    expect(port < 7_750 || port >= 7_760).toBe(true);
+    expect(readFileSync(victim, 'utf8')).toBe('keep me');
+  });
+
+  it('is not held up or misled by a FIFO or a symlink left under a port\'s name', async () => {
+    const dir = registryDir();
+    execFileSync('mkfifo', [join(dir, '7800')]);
+    const elsewhere = join(registryDir(), 'pid');
+    writeFileSync(elsewhere, '2147483646');
+    symlinkSync(elsewhere, join(dir, '7801'));
+    const registry = new PortRegistry({ dir, range: { first: 7_800, end: 7_803 } });
+    expect(await registry.take()).toBe(7_802);
+    expect(existsSync(elsewhere)).toBe(true);
   });
 
   it('removes its reservations when released and when its process exits, and clears those of killed processes', async () => {

@@ -12,9 +12,10 @@
  * with O_EXCL, so one taker wins). A reservation ends with its process: its files go on exit, and a file whose
  * process is gone is taken over.
  */
-import { chmodSync, closeSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { isProcessAlive, LocalInfraError } from './local-process.js';
 
 /** Where reservations live: one directory for every user, like /tmp itself (sticky, world-writable). */
 export const DEFAULT_PORT_REGISTRY_DIR = '/tmp/renderbus-ports';
@@ -66,7 +67,7 @@ export class PortRegistry {
       if (await canBind(port)) return port;
       // Someone outside the registry is on it (a fixed-port server): keep the reservation, so no one tries it again.
     }
-    throw new Error(`no free port in ${range.first}-${range.end - 1}`);
+    throw new LocalInfraError(`no free port in ${range.first}-${range.end - 1}`);
   }
 
   /**
@@ -87,14 +88,7 @@ export class PortRegistry {
 
   /** Removes this process's reservations (its servers are gone or going). */
   releaseAll(): void {
-    for (const port of this.mine) {
-      try {
-        unlinkSync(this.fileOf(port));
-      } catch {
-        // Already gone: taken over by another process after a pid reuse check, or the directory was cleared.
-      }
-    }
-    this.mine.clear();
+    for (const port of this.mine) this.release(port);
   }
 
   private release(port: number): void {
@@ -122,17 +116,24 @@ export class PortRegistry {
     return false;
   }
 
+  /**
+   * The directory is shared with every local user, and this often runs as root: it is opened up (sticky,
+   * world-writable) only right after this process made it, and one that is not a real directory (a symlink another
+   * user left there) turns the registry off rather than being followed.
+   */
   private registryUsable(): boolean {
     if (this.usable !== undefined) return this.usable;
     try {
-      mkdirSync(this.dir, { recursive: true });
       try {
+        mkdirSync(this.dir, 0o700);
         chmodSync(this.dir, 0o1777);
-      } catch {
-        // Another user made it; it is theirs to open up, and they did (see the probe below).
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
+      if (!lstatSync(this.dir).isDirectory()) throw new LocalInfraError(`${this.dir} is not a directory`);
+      // O_EXCL: a symlink left under this name is not followed (the open fails, and the registry is off).
       const probe = join(this.dir, `.probe-${process.pid}`);
-      closeSync(openSync(probe, 'w'));
+      closeSync(openSync(probe, 'wx', 0o600));
       unlinkSync(probe);
       this.usable = true;
       this.sweep();
@@ -162,7 +163,7 @@ export class PortRegistry {
       this.mine.add(port);
       return port;
     }
-    throw new Error('could not find a port not handed out before');
+    throw new LocalInfraError('could not find a port not handed out before');
   }
 }
 
@@ -186,9 +187,12 @@ export function rangeBelowEphemeral(rangeFile = '/proc/sys/net/ipv4/ip_local_por
 function removeIfAbandoned(file: string): boolean {
   let judged: number;
   try {
-    const fd = openSync(file, 'r');
+    // Anyone may put a file here: a symlink is not followed, a FIFO does not block the read, and only a plain file counts.
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
-      judged = fstatSync(fd).ino;
+      const stat = fstatSync(fd);
+      if (!stat.isFile() || stat.size > 32) return false;
+      judged = stat.ino;
       if (!holderIsGone(readFileSync(fd, 'utf8'))) return false;
     } finally {
       closeSync(fd);
@@ -214,15 +218,10 @@ function removeIfAbandoned(file: string): boolean {
   return movedTheJudged;
 }
 
+/** Only a file naming a pid that no longer exists: one being written (still empty) or unreadable is held. */
 function holderIsGone(content: string): boolean {
   const pid = Number(content);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return Number.isInteger(pid) && pid > 0 && !isProcessAlive(pid);
 }
 
 function osPickedPort(): Promise<number> {
@@ -234,7 +233,7 @@ function osPickedPort(): Promise<number> {
       const address = server.address();
       server.close(() => {
         if (address !== null && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not read a free port'));
+        else reject(new LocalInfraError('could not read a free port'));
       });
     });
   });

@@ -9,4 +9,5 @@ export * from "./test-database.js";
 export * from "./system.js";
 export * from "./outcome.js";
 export * from "./run-tmpdir.js";
-export { ensureExecutable, getFreePort, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';
+export { ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';
+export { getFreePort } from './free-port.js';

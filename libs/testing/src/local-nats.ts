@@ -11,8 +11,6 @@ import { splitNatsUrl } from '../../bus/src/nats-credentials.js';
 import { ANY_NAMESPACE, DEV_SUPERUSER, devNatsPassword, natsAuthorizationBlock } from '../../bus/src/nats-permissions.js';
 import {
   ensureExecutable,
-  findFreePortFrom,
-  getFreePort,
   awaitStartedServer,
   recordedServer,
   retryStart,
@@ -20,6 +18,7 @@ import {
   type LocalServer,
   type LogFn,
 } from './local-process.js';
+import { findFreePortFrom, getFreePort } from './free-port.js';
 
 /** A URL of a local server: the superuser's credentials in it, for harnesses and `Bus.connect`. */
 export function localNatsUrl(port: number): string {

@@ -10,8 +10,6 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import {
   ensureExecutable,
-  findFreePortFrom,
-  getFreePort,
   isProcessAlive,
   LocalInfraError,
   logTail,
@@ -22,6 +20,7 @@ import {
   type LocalServer,
   type LogFn,
 } from './local-process.js';
+import { findFreePortFrom, getFreePort } from './free-port.js';
 
 const execFileAsync = promisify(execFile);
 

@@ -1,15 +1,12 @@
 /**
  * Process plumbing shared by the local PostgreSQL, NATS and Redis launchers: finding and installing binaries,
- * picking ports, spawning servers that die with their parent, waiting for readiness, and error reporting.
+ * spawning servers that die with their parent, waiting for readiness, and error reporting.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { findExecutable as findExecutableIn, pathDirectories } from '@renderbus/config';
-import { findFreePortFrom, getFreePort } from './free-port.js';
-
-export { findFreePortFrom, getFreePort };
 
 const execFileAsync = promisify(execFile);
 
@@ -118,7 +115,7 @@ export async function lookupUser(user: string): Promise<{ uid: number; gid: numb
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Ports and probes
+// Probes (ports: free-port.ts)
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Resolves true while a process with this pid exists (signal 0 probes without killing). */

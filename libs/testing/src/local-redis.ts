@@ -6,8 +6,6 @@ import { Socket } from 'node:net';
 import path from 'node:path';
 import {
   ensureExecutable,
-  findFreePortFrom,
-  getFreePort,
   awaitStartedServer,
   recordedServer,
   retryStart,
@@ -15,6 +13,7 @@ import {
   type LocalServer,
   type LogFn,
 } from './local-process.js';
+import { findFreePortFrom, getFreePort } from './free-port.js';
 
 /** The URL of a Redis server on its default port. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';

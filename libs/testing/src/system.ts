@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { splitNatsUrl } from "../../bus/src/nats-credentials.js";
 import { devNatsPassword } from "../../bus/src/nats-permissions.js";
-import { getFreePort } from "./local-process.js";
+import { getFreePort } from "./free-port.js";
 
 /** The five services, in start order (dependencies first). */
 export const SERVICES = ["auth", "jobs", "webhook-dispatcher", "worker", "gateway"] as const;
