@@ -37,6 +37,12 @@ export interface PortRegistryOptions {
   range?: PortRange;
 }
 
+/**
+ * Ports one `take` tries before it falls back to an OS-picked one: from a random start in a range of ~22,000 nearly
+ * always the first is free, so this many taken in a row means a full or flooded directory, not bad luck.
+ */
+export const MAX_PORTS_TRIED = 1_000;
+
 /** Registries holding reservations; one exit listener for all of them, installed on import (callers count theirs). */
 const holding = new Set<PortRegistry>();
 process.once('exit', () => {
@@ -61,13 +67,15 @@ export class PortRegistry {
     if (range === undefined || !this.registryUsable()) return this.osPicked();
     const size = range.end - range.first;
     const start = Math.floor(Math.random() * size);
-    for (let step = 0; step < size; step += 1) {
+    for (let step = 0; step < Math.min(size, MAX_PORTS_TRIED); step += 1) {
       const port = range.first + ((start + step) % size);
       if (this.mine.has(port) || !this.reserve(port)) continue;
       if (await canBind(port)) return port;
       // Someone outside the registry is on it (a fixed-port server): keep the reservation, so no one tries it again.
     }
-    throw new LocalInfraError(`no free port in ${range.first}-${range.end - 1}`);
+    // The range is full, or the shared directory was filled with reservations of living processes (any local user can
+    // write there): an OS-picked port may race as before the registry, but the run goes on rather than failing.
+    return this.osPicked();
   }
 
   /**
