@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { getFreePort } from "@renderbus/testing";
+import { getFreePort, privateNatsServers } from "@renderbus/testing";
 import { Bus } from "./bus.js";
-import { privateNatsServers } from "./private-nats-server.fixture.js";
 
 const servers = privateNatsServers("rb-js-start-up-");
 const natsServer = servers.start;

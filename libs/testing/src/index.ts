@@ -11,3 +11,4 @@ export * from "./outcome.js";
 export * from "./run-tmpdir.js";
 export { ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';
 export { getFreePort } from './free-port.js';
+export { privateNatsServers } from './private-nats-servers.js';

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { canConnectNats, ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from "@renderbus/testing";
+import { canConnectNats } from "./local-nats.js";
+import { ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from "./local-process.js";
 
 /**
  * nats-servers of a test file's own, which it may stop and start again on the same port (the shared test NATS must

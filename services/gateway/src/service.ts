@@ -15,6 +15,7 @@ import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
 import { JobProgressHub } from "./sse/job-progress-hub.js";
 import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
+import { followDeliveryUpdates } from "./jobs-cache/delivery-updates.js";
 
 /** How often expired uploads are looked for. */
 const UPLOAD_SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -52,11 +53,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
 
   // A finished job changes only through its delivery log: drop it when a delivery of it moves (TTL as safety net).
   const finishedJobs = new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS });
-  const stopDeliveriesUpdated = bus.listen<{ updates?: Array<{ jobId?: string }> }>("webhooks.events.deliveries.updated", (event) => {
-    for (const update of event?.updates ?? []) finishedJobs.forget(update?.jobId);
-  });
-  // Lone updates, from dispatchers older than the batches (during a rolling upgrade).
-  const stopDeliveryUpdated = bus.listen<{ jobId?: string }>("webhooks.events.delivery.updated", (event) => finishedJobs.forget(event?.jobId));
+  const stopFollowingDeliveries = followDeliveryUpdates(bus, finishedJobs);
 
   const deps: GatewayDeps = {
     config,
@@ -108,8 +105,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
       stopRevoked();
       stopGatewayRevoked();
       stopOrgUpdated();
-      stopDeliveriesUpdated();
-      stopDeliveryUpdated();
+      stopFollowingDeliveries();
       deps.jobEvents.close();
       deps.jobProgress?.close();
       for (const client of [deps.auth, deps.billing, deps.jobs, deps.webhooks]) client.close();

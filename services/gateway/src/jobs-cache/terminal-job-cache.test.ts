@@ -54,6 +54,27 @@ describe("the gateway's cache of finished jobs", () => {
     await Promise.all([before, after]);
   });
 
+  it("forgets every finished job after its replica's NATS connection came back, and caches none for one TTL", async () => {
+    let now = 0;
+    const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });
+    let calls = 0;
+    const read = (id: string) => cache.read("org_a", id, async () => (calls++, job(id, "completed")));
+    await read("job_1");
+    await read("job_2");
+    await read("job_1");
+    expect(calls).toBe(2);
+    now = 500;
+    cache.forgetAll(); // delivery updates published while the connection was down were never received
+    expect(cache.size).toBe(0);
+    await read("job_1");
+    await read("job_1");
+    expect(calls).toBe(4); // the jobs service may not have projected the missed updates yet: not cached
+    now = 2_500;
+    await read("job_1");
+    await read("job_1");
+    expect(calls).toBe(5); // cached again after one TTL
+  });
+
   it("never shares a read of a job it has not seen finished, nor another org's", async () => {
     let now = 0;
     const cache = new TerminalJobCache({ ttlMs: 2_000, now: () => now });

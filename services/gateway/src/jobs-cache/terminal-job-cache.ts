@@ -30,6 +30,8 @@ export class TerminalJobCache {
   private readonly changing = new Map<string, number>();
   /** Reads of finished jobs whose entry ran out, shared by the pollers that ask meanwhile (see `read`). */
   private readonly refreshing = new Map<string, Promise<jobs.Job>>();
+  /** Until when nothing is cached (see `forgetAll`). */
+  private quietUntil = 0;
   private readonly maxEntries: number;
   private readonly now: () => number;
 
@@ -82,7 +84,7 @@ export class TerminalJobCache {
 
   /** Keeps `job` if it is terminal. */
   remember(job: jobs.Job): void {
-    if (this.options.ttlMs <= 0 || !TERMINAL.has(job.status)) return;
+    if (this.options.ttlMs <= 0 || !TERMINAL.has(job.status) || this.quietUntil > this.now()) return;
     const quietUntil = this.changing.get(job.id);
     if (quietUntil !== undefined) {
       if (quietUntil > this.now()) return;
@@ -106,6 +108,17 @@ export class TerminalJobCache {
     if (this.options.ttlMs <= 0) return;
     if (this.changing.size >= this.maxEntries) this.changing.clear(); // bound memory; worst case is a few misses
     this.changing.set(jobId, this.now() + this.options.ttlMs);
+  }
+
+  /**
+   * Delivery updates were missed (this replica's NATS connection was down: a core subscription does not replay what
+   * was published meanwhile). Any entry may hold an old log, and the jobs service may not have projected the missed
+   * updates yet, so nothing is cached again for one TTL either.
+   */
+  forgetAll(): void {
+    this.entries.clear();
+    this.changing.clear();
+    if (this.options.ttlMs > 0) this.quietUntil = this.now() + this.options.ttlMs;
   }
 
   get size(): number {
