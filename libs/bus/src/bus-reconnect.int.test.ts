@@ -1,17 +1,11 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { getFreePort, privateNatsServers } from "@renderbus/testing";
 import { Bus } from "./bus.js";
 
 const servers = privateNatsServers("rb-bus-reconnect-");
 afterAll(servers.stopAll);
 
-async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const WAIT = { timeout: 15_000, interval: 20 };
 
 describe("a bus whose NATS connection is lost", () => {
   it("tells its reconnect listeners once it is back, with core subscriptions working again", async () => {
@@ -30,13 +24,13 @@ describe("a bus whose NATS connection is lost", () => {
       // Notices published while the connection is down are lost: this is what the listeners are told about.
       await servers.stop(first);
       await servers.start(port, true);
-      await eventually(() => reconnects === 1);
+      await vi.waitFor(() => expect(reconnects).toBe(1), WAIT);
       expect(removedCalls).toBe(0);
 
-      await eventually(() => {
+      await vi.waitFor(() => {
         bus.notify("reconnect.test", { n: "after" });
-        return heard.includes("after");
-      });
+        expect(heard).toContain("after");
+      }, WAIT);
     } finally {
       await bus.close();
     }

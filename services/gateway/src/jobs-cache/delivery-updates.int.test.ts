@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { Bus } from "@renderbus/bus";
 import type { jobs } from "@renderbus/contracts";
 import { getFreePort, privateNatsServers } from "@renderbus/testing";
@@ -8,15 +8,9 @@ import { TerminalJobCache } from "./terminal-job-cache.js";
 const servers = privateNatsServers("rb-gateway-delivery-updates-");
 afterAll(servers.stopAll);
 
-const finished = (id: string): jobs.Job => ({ id, orgId: "org_a", status: "completed", type: "thumbnail", webhookDeliveries: [] }) as unknown as jobs.Job;
+const WAIT = { timeout: 15_000, interval: 20 };
 
-async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const finished = (id: string): jobs.Job => ({ id, orgId: "org_a", status: "completed", type: "thumbnail", webhookDeliveries: [] }) as unknown as jobs.Job;
 
 describe("the gateway's finished jobs follow their delivery updates", () => {
   it("drops a job when an update of its deliveries arrives, and every job once its NATS connection came back", async () => {
@@ -29,13 +23,13 @@ describe("the gateway's finished jobs follow their delivery updates", () => {
       for (const id of ["job_1", "job_2", "job_3"]) cache.remember(finished(id));
       bus.notify("webhooks.events.deliveries.updated", { updates: [{ jobId: "job_1" }] });
       bus.notify("webhooks.events.delivery.updated", { jobId: "job_2" });
-      await eventually(() => cache.size === 1);
+      await vi.waitFor(() => expect(cache.size).toBe(1), WAIT);
       expect(cache.get("org_a", "job_3")).toBeDefined();
 
       // Updates published while the connection is down never arrive: job_3's log may have moved meanwhile.
       await servers.stop(first);
       await servers.start(port, true);
-      await eventually(() => cache.size === 0);
+      await vi.waitFor(() => expect(cache.size).toBe(0), WAIT);
     } finally {
       stop();
       await bus.close();

@@ -30,8 +30,8 @@ export class TerminalJobCache {
   private readonly changing = new Map<string, number>();
   /** Reads of finished jobs whose entry ran out, shared by the pollers that ask meanwhile (see `read`). */
   private readonly refreshing = new Map<string, Promise<jobs.Job>>();
-  /** Until when nothing is cached (see `forgetAll`). */
-  private quietUntil = 0;
+  /** Nothing is cached before this time (see `forgetAll`). */
+  private cachingResumesAt = 0;
   private readonly maxEntries: number;
   private readonly now: () => number;
 
@@ -84,7 +84,7 @@ export class TerminalJobCache {
 
   /** Keeps `job` if it is terminal. */
   remember(job: jobs.Job): void {
-    if (this.options.ttlMs <= 0 || !TERMINAL.has(job.status) || this.quietUntil > this.now()) return;
+    if (this.options.ttlMs <= 0 || !TERMINAL.has(job.status) || this.cachingResumesAt > this.now()) return;
     const quietUntil = this.changing.get(job.id);
     if (quietUntil !== undefined) {
       if (quietUntil > this.now()) return;
@@ -118,7 +118,7 @@ export class TerminalJobCache {
   forgetAll(): void {
     this.entries.clear();
     this.changing.clear();
-    if (this.options.ttlMs > 0) this.quietUntil = this.now() + this.options.ttlMs;
+    if (this.options.ttlMs > 0) this.cachingResumesAt = this.now() + this.options.ttlMs;
   }
 
   get size(): number {
