@@ -1,6 +1,7 @@
 import pg from "pg";
 import { STREAMS } from "@renderbus/bus";
 import type { BenchContext } from "./context.js";
+import { databaseCommits } from "./pg-commits.js";
 import { quiesce } from "./quiesce.js";
 import type { Received } from "./receiver.js";
 import { SyntheticEvents } from "./synthetic-events.js";
@@ -12,6 +13,8 @@ export interface Burst {
   spanMs: number;
   /** First event published -> last attempt received. */
   endToEndMs: number;
+  /** Transactions committed in the run's database over that span (all services'; see databaseCommits). */
+  commits: number;
 }
 
 export const perSecond = (count: number, ms: number) => Math.round(count / Math.max(0.001, ms / 1000));
@@ -44,17 +47,23 @@ export async function settleDispatcher(ctx: BenchContext, alsoVacuum: string[] =
 export async function burstDeliveries(ctx: BenchContext, orgIds: string[], count: number, label: string): Promise<Burst> {
   await settleDispatcher(ctx);
   const events = new SyntheticEvents(ctx.bus, orgIds);
-  ctx.receiver.reset();
-  const started = Date.now();
-  await events.burst(count);
-  const first = isFirstAttempt(events.jobIdPrefix);
-  await ctx.receiver.waitFor(first, count, 180_000);
-  const arrivals = ctx.receiver.received.filter(first).map((r) => r.receivedAt);
-  const last = Math.max(...arrivals);
-  const result = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started };
+  const stats = new pg.Client({ connectionString: ctx.env.databaseUrl });
+  await stats.connect();
+  const { result, arrivals, started } = await (async () => {
+    ctx.receiver.reset();
+    const commitsBefore = await databaseCommits(stats);
+    const started = Date.now();
+    await events.burst(count);
+    const first = isFirstAttempt(events.jobIdPrefix);
+    await ctx.receiver.waitFor(first, count, 180_000);
+    const arrivals = ctx.receiver.received.filter(first).map((r) => r.receivedAt);
+    const last = Math.max(...arrivals);
+    const result: Burst = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started, commits: (await databaseCommits(stats)) - commitsBefore };
+    return { result, arrivals, started };
+  })().finally(() => stats.end());
   // Where the round's time went: a tail (the last 1% arriving long after the rest) is a stuck delivery, not a rate.
   const sorted = arrivals.map((at) => at - started).sort((a, b) => a - b);
   const at = (share: number) => (sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))]! / 1000).toFixed(1);
-  ctx.log(`    ${count} events, ${label}: ${perSecond(count, result.spanMs)} deliveries/s (arrived by ${at(0.5)} s half, ${at(0.9)} s 90%, ${at(0.99)} s 99%, ${at(1)} s all)`);
+  ctx.log(`    ${count} events, ${label}: ${perSecond(count, result.spanMs)} deliveries/s (arrived by ${at(0.5)} s half, ${at(0.9)} s 90%, ${at(0.99)} s 99%, ${at(1)} s all), ${(result.commits / count).toFixed(2)} commits/delivery`);
   return result;
 }

@@ -255,7 +255,9 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
       const before = replicasCpuMs(loaded);
       const burst = await burstDeliveries(ctx, orgIds, eventsPerReplica * loaded.length, `round ${round + 1}, ${loaded.length} capped dispatcher(s)`);
       const point = measured.get(loaded.length)!;
-      point.cpuMs += replicasCpuMs(loaded) - before;
+      const cpuMs = replicasCpuMs(loaded) - before;
+      ctx.log(`      ${round2(cpuMs / burst.events)} ms CPU/delivery in the replicas`);
+      point.cpuMs += cpuMs;
       point.capacityMs += burst.endToEndMs * CAPS.dispatcher * loaded.length;
       point.bursts.push(burst);
     });

@@ -4,6 +4,7 @@ import type { BenchContext } from "../context.js";
 import { quiesce } from "../quiesce.js";
 import { startReplica } from "../replicas.js";
 import { cpuSnapshot, cpuSpent, kernelOf, systemProcesses } from "../cpu.js";
+import { databaseCommits } from "../pg-commits.js";
 import { costliestStatements, RoundStatements, type StatementSample } from "../pg-statements.js";
 import { takeTurns } from "../load/interleave.js";
 import { startPeerSender, type PeerSender } from "../peers/peer-sender.js";
@@ -91,9 +92,7 @@ export async function benchWebhookPeers(ctx: BenchContext): Promise<BenchmarkRes
     const stats = new pg.Client({ connectionString: ctx.env.databaseUrl });
     await stats.connect();
     closeStats = () => stats.end();
-    // Transactions committed in the run's database (every statement outside a transaction is one): how many round
-    // trips to PostgreSQL a delivery costs. The statistics collector reports with a delay of up to a second.
-    const commits = async () => Number((await stats.query<{ n: string }>("select pg_stat_force_next_flush(), xact_commit::text as n from pg_stat_database where datname = current_database()").catch(() => stats.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()"))).rows[0]!.n);
+    const commits = () => databaseCommits(stats);
     // Each service process on its own too: the dispatcher's rounds log where 'other services' went.
     const servicePids = Object.fromEntries(system.services.map((service) => [`service:${service.name}`, service.pid]));
     const snapshot = () => cpuSnapshot(system, { ...peerPids, ...servicePids });
