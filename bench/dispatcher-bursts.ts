@@ -49,7 +49,7 @@ export async function burstDeliveries(ctx: BenchContext, orgIds: string[], count
   const events = new SyntheticEvents(ctx.bus, orgIds);
   const stats = new pg.Client({ connectionString: ctx.env.databaseUrl });
   await stats.connect();
-  const { result, arrivals, started } = await (async () => {
+  try {
     ctx.receiver.reset();
     const commitsBefore = await databaseCommits(stats);
     const started = Date.now();
@@ -59,11 +59,12 @@ export async function burstDeliveries(ctx: BenchContext, orgIds: string[], count
     const arrivals = ctx.receiver.received.filter(first).map((r) => r.receivedAt);
     const last = Math.max(...arrivals);
     const result: Burst = { events: count, spanMs: last - Math.min(...arrivals), endToEndMs: last - started, commits: (await databaseCommits(stats)) - commitsBefore };
-    return { result, arrivals, started };
-  })().finally(() => stats.end());
-  // Where the round's time went: a tail (the last 1% arriving long after the rest) is a stuck delivery, not a rate.
-  const sorted = arrivals.map((at) => at - started).sort((a, b) => a - b);
-  const at = (share: number) => (sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))]! / 1000).toFixed(1);
-  ctx.log(`    ${count} events, ${label}: ${perSecond(count, result.spanMs)} deliveries/s (arrived by ${at(0.5)} s half, ${at(0.9)} s 90%, ${at(0.99)} s 99%, ${at(1)} s all), ${(result.commits / count).toFixed(2)} commits/delivery`);
-  return result;
+    // Where the round's time went: a tail (the last 1% arriving long after the rest) is a stuck delivery, not a rate.
+    const sorted = arrivals.map((at) => at - started).sort((a, b) => a - b);
+    const at = (share: number) => (sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))]! / 1000).toFixed(1);
+    ctx.log(`    ${count} events, ${label}: ${perSecond(count, result.spanMs)} deliveries/s (arrived by ${at(0.5)} s half, ${at(0.9)} s 90%, ${at(0.99)} s 99%, ${at(1)} s all), ${(result.commits / count).toFixed(2)} commits/delivery`);
+    return result;
+  } finally {
+    await stats.end();
+  }
 }
