@@ -108,6 +108,8 @@ const TARGET_UNAVAILABLE_BACKOFF_MS = 2000;
 export async function startDeliverySender(options: DeliverySenderOptions): Promise<DeliverySender> {
   const { db, logger, metrics } = options;
   const { leaseMs } = options;
+  // Waiting for a connection to the host, then the exchange, end inside the lease: no replica takes it over meanwhile.
+  const connectionWaitMs = Math.max(1, Math.floor((leaseMs - options.timeoutMs) / 2));
   const stopController = new AbortController();
   const inFlight = new Set<Promise<void>>();
   // Attempts holding a slot: from their start until their answer came (or until recorded, when as many records wait).
@@ -204,7 +206,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       ? await postWebhook(
           options.agent,
           { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence },
-          { timeoutMs: options.timeoutMs, abort: stopController.signal },
+          { timeoutMs: options.timeoutMs, connectionWaitMs, abort: stopController.signal },
         )
       : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, requestHeaders: null, responseHeaders: null, retryAfterMs: null };
     if (stopController.signal.aborted) {

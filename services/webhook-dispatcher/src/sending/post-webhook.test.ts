@@ -1,8 +1,8 @@
 import { createServer } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "./hostile-receivers.fixture.js";
-import { createWebhookAgent, postWebhook, RESPONSE_EXCERPT_BYTES, type WebhookRequest } from "./post-webhook.js";
+import { CONNECTIONS_PER_HOST, createWebhookAgent, postWebhook, RESPONSE_EXCERPT_BYTES, type WebhookRequest } from "./post-webhook.js";
 
 const TIMEOUT_MS = 800;
 
@@ -120,6 +120,65 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
       expect(late).toMatchObject({ succeeded: false, error: "shutting down" });
       expect(closed).toHaveLength(1);
     } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("starts an attempt's timeout when it gets a connection: attempts queued behind a slow host's answers are not failed unsent", async () => {
+    // Every connection to the host is busy for 1 s with the first attempts; the ones queued behind them wait that
+    // long for a connection and then get their answer within 1 s, inside their 1.6 s timeout.
+    const answerAfterMs = 1000;
+    const seen: number[] = [];
+    const server = createServer((request, response) => {
+      seen.push(Date.now());
+      request.resume();
+      setTimeout(() => response.end("ok"), answerAfterMs);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const own = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: 5000 });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+      const results = await Promise.all(Array.from({ length: 2 * CONNECTIONS_PER_HOST }, () => postWebhook(own, webhook(url), { timeoutMs: 1600, connectionWaitMs: 5000 })));
+      expect(results.map((result) => result.error)).toEqual(results.map(() => null));
+      // The second half was sent only once the first half's connections came free.
+      expect(Math.max(...seen) - Math.min(...seen)).toBeGreaterThanOrEqual(answerAfterMs - 100);
+      // Latency is the receiver's, from the connection on: not the time queued.
+      for (const result of results) expect(result.latencyMs).toBeLessThan(1600);
+    } finally {
+      await own.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("fails an attempt unsent when no connection to its host comes free within connectionWaitMs, and never sends it later", async () => {
+    const held: Array<() => void> = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      held.push(() => response.end("ok")); // answered only when the test says so: every connection stays busy
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const own = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: 5000 });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+      const busy = Array.from({ length: CONNECTIONS_PER_HOST }, () => postWebhook(own, webhook(url), { timeoutMs: 60_000 }));
+      const queued = await postWebhook(own, webhook(url), { timeoutMs: 60_000, connectionWaitMs: 500 });
+      expect(queued).toMatchObject({ succeeded: false, responseStatus: null });
+      expect(queued.error).toBe(`not sent: no connection to this host came free within 500 ms (at most ${CONNECTIONS_PER_HOST} at once per dispatcher process)`);
+      expect(held).toHaveLength(CONNECTIONS_PER_HOST);
+      // The connections come free: the attempt that gave up is not sent on one of them after all.
+      for (const answer of held) answer();
+      expect((await Promise.all(busy)).every((result) => result.succeeded)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(held).toHaveLength(CONNECTIONS_PER_HOST);
+      // The pool still works: the next attempt is sent and answered.
+      const next = postWebhook(own, webhook(url), { timeoutMs: 5000 });
+      await vi.waitFor(() => expect(held).toHaveLength(CONNECTIONS_PER_HOST + 1));
+      held.at(-1)!();
+      expect(await next).toMatchObject({ succeeded: true, responseStatus: 200 });
+    } finally {
+      await own.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

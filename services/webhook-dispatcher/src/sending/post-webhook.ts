@@ -24,6 +24,9 @@ export const RESPONSE_HEADER_MAX_BYTES = 16 * 1024;
 /** Idle keep-alive connections to receivers are closed after this long. */
 const KEEP_ALIVE_IDLE_MS = 4000;
 
+/** Connections this process opens to one receiver host (scheme, host and port) at once; further attempts wait for one. */
+export const CONNECTIONS_PER_HOST = 16;
+
 export interface WebhookAgentOptions {
   /** Refuse private, loopback and link-local addresses (always on in production mode). */
   guardAddresses: boolean;
@@ -52,7 +55,7 @@ export interface WebhookAgent {
  */
 export function createWebhookAgent({ guardAddresses, connectTimeoutMs }: WebhookAgentOptions): WebhookAgent {
   // `timeout` closes idle pooled sockets only: a request in progress is bounded by the attempt's own timeout.
-  const options = { keepAlive: true, maxSockets: 16, timeout: KEEP_ALIVE_IDLE_MS, ...(guardAddresses ? { lookup: guardedLookup as never } : {}) };
+  const options = { keepAlive: true, maxSockets: CONNECTIONS_PER_HOST, timeout: KEEP_ALIVE_IDLE_MS, ...(guardAddresses ? { lookup: guardedLookup as never } : {}) };
   const httpAgent = new http.Agent(options);
   const httpsAgent = new https.Agent(options);
   return {
@@ -149,44 +152,65 @@ class AttemptError extends Error {
   }
 }
 
+export interface PostWebhookOptions {
+  /** The attempt fails without a 2xx within this long of getting its connection. */
+  timeoutMs: number;
+  /**
+   * How long the attempt may wait for one of the host's {@link CONNECTIONS_PER_HOST} connections before it fails
+   * unsent; `timeoutMs` when omitted. The sender keeps this plus `timeoutMs` inside its lease.
+   */
+  connectionWaitMs?: number;
+  /** Service shutdown: ends the attempt early; the caller then does not record it. */
+  abort?: AbortSignal;
+}
+
 /**
  * POSTs one attempt. Success is a 2xx inside `timeoutMs`; redirects are not followed (a 3xx is a failure), and the
- * whole exchange, connect included, is cut at the timeout. Never throws, whatever the receiver does (resets, answers
- * garbage, huge headers, an endless body, nothing at all): errors become the attempt's `error`. At most
+ * whole exchange, connect included, is cut at the timeout. The timeout starts when the request gets its connection:
+ * an attempt queued behind other attempts to the same host (other orgs' receivers there may be slow) is not charged
+ * for their time, nor failed as the receiver's timeout before it was sent. Its wait is bounded by
+ * `connectionWaitMs`, after which it fails unsent. Never throws, whatever the receiver does (resets, answers garbage,
+ * huge headers, an endless body, nothing at all): errors become the attempt's `error`. At most
  * {@link RESPONSE_EXCERPT_BYTES} of the body are read; the connection is then destroyed, never drained.
- * `abort` (service shutdown) ends the attempt early; the caller then does not record it.
+ * `latencyMs` is counted from the connection too.
  */
-export async function postWebhook(
-  agent: WebhookAgent,
-  webhook: WebhookRequest,
-  { timeoutMs, abort }: { timeoutMs: number; abort?: AbortSignal },
-): Promise<AttemptResult> {
+export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, { timeoutMs, connectionWaitMs = timeoutMs, abort }: PostWebhookOptions): Promise<AttemptResult> {
   const startedAt = Date.now();
-  const started = performance.now();
+  let sentAt = performance.now();
   const headers = webhookHeaders(webhook);
   const requestHeaders = requestHeadersForLog(headers, webhook.brand);
   const finish = (result: Omit<AttemptResult, "startedAt" | "latencyMs" | "requestHeaders">): AttemptResult => ({
     startedAt,
-    latencyMs: Math.round(performance.now() - started),
+    latencyMs: Math.round(performance.now() - sentAt),
     requestHeaders,
     ...result,
   });
-  const failed = (error: unknown, status: number | null, timedOut = false) =>
-    finish({ succeeded: false, responseStatus: status, error: describeError(error, timedOut, timeoutMs), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
+  let cutBy: "timeout" | "connection-wait" | undefined;
+  const failed = (error: unknown, status: number | null) =>
+    finish({ succeeded: false, responseStatus: status, error: describeError(error, cutBy, { timeoutMs, connectionWaitMs }), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
   if (abort?.aborted) return failed(abort.reason, null);
-  // The timeout and `abort` destroy the request themselves: an AbortSignal handed to core HTTP costs a controller,
+  // The timers and `abort` destroy the request themselves: an AbortSignal handed to core HTTP costs a controller,
   // a stream listener and a signal listener per attempt, which showed in the dispatcher's profile under load.
-  const call = exchange(agent, webhook, headers);
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    call.cancel(new DOMException(`timed out after ${timeoutMs} ms`, "TimeoutError"));
-  }, timeoutMs);
+  let timer: NodeJS.Timeout | undefined;
+  const cut = (by: "timeout" | "connection-wait", ms: number) =>
+    setTimeout(() => {
+      cutBy = by;
+      call.cancel(new DOMException(`${by} after ${ms} ms`, "TimeoutError"));
+    }, ms);
+  timer = cut("connection-wait", connectionWaitMs);
+  let settled = false;
+  const call = exchange(agent, webhook, headers, () => {
+    if (settled) return;
+    clearTimeout(timer);
+    sentAt = performance.now();
+    timer = cut("timeout", timeoutMs);
+  });
   const onStop = () => call.cancel(abort?.reason);
   abort?.addEventListener("abort", onStop, { once: true });
   let status: number | null = null;
   try {
     const response = await call.response.finally(() => {
+      settled = true;
       clearTimeout(timer);
       abort?.removeEventListener("abort", onStop);
     });
@@ -201,7 +225,7 @@ export async function postWebhook(
       retryAfterMs: retryAfterMsOf(status, response.retryAfter),
     });
   } catch (error) {
-    return failed(error, status, timedOut);
+    return failed(error, status);
   }
 }
 
@@ -215,10 +239,13 @@ interface Exchange {
  * One request over core HTTP: resolves with the status and the first bytes of the body once the body ended, its
  * excerpt is full, or it broke after the status arrived (the status counts, the excerpt is what came); rejects when
  * no status arrived. Every path destroys what it leaves unread; `cancel` destroys the request (and its socket).
+ * `onConnection` is called once the agent hands the request a connection (a pooled one, or a new one connecting).
  */
-function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<string, string>): Exchange {
+function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<string, string>, onConnection: () => void): Exchange {
   let request: http.ClientRequest | undefined;
+  let fail: (reason: unknown) => void = () => {};
   const response: Exchange["response"] = new Promise((resolve, reject) => {
+    fail = reject;
     let target: URL;
     try {
       target = new URL(webhook.url);
@@ -247,6 +274,7 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<
     request = sent;
     let connectTimer: NodeJS.Timeout | undefined;
     sent.on("socket", (socket: Socket) => {
+      onConnection();
       if (!socket.connecting) return;
       connectTimer = setTimeout(
         () => sent.destroy(new AttemptError("CONNECT_TIMEOUT", `connecting took over ${agent.connectTimeoutMs} ms`)),
@@ -283,11 +311,21 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<
     });
     sent.end(body);
   });
-  return { response, cancel: (reason) => request?.destroy(reason instanceof Error ? reason : new AttemptError("ABORTED", String(reason))) };
+  return {
+    response,
+    cancel: (reason) => {
+      const error = reason instanceof Error ? reason : new AttemptError("ABORTED", String(reason));
+      request?.destroy(error);
+      // A request still queued for a connection emits nothing until the agent hands it one (which it then gives back
+      // unused): the attempt ends now.
+      fail(error);
+    },
+  };
 }
 
-function describeError(error: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut) return `timed out after ${timeoutMs} ms`;
+function describeError(error: unknown, cutBy: "timeout" | "connection-wait" | undefined, limits: { timeoutMs: number; connectionWaitMs: number }): string {
+  if (cutBy === "timeout") return `timed out after ${limits.timeoutMs} ms`;
+  if (cutBy === "connection-wait") return `not sent: no connection to this host came free within ${limits.connectionWaitMs} ms (at most ${CONNECTIONS_PER_HOST} at once per dispatcher process)`;
   let current: unknown = error;
   // The guard's refusal may come wrapped (a lookup error); it is the useful message.
   for (let depth = 0; current && depth < 4; depth += 1) {
