@@ -315,10 +315,11 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<
     response,
     cancel: (reason) => {
       const error = reason instanceof Error ? reason : new AttemptError("ABORTED", String(reason));
+      const queued = request !== undefined && !request.socket;
       request?.destroy(error);
       // A request still queued for a connection emits nothing until the agent hands it one (which it then gives back
-      // unused): the attempt ends now.
-      fail(error);
+      // unused): the attempt ends now. One with a connection ends through its own events, as before.
+      if (queued) fail(error);
     },
   };
 }
