@@ -11,6 +11,7 @@ import { createServer, type Server, type Socket } from "node:net";
  * - `silent`: reads the request and never answers.
  * - `huge-headers`: answers a status line and 1 MB of headers.
  * - `trickle`: answers one byte of its head every 100 ms, forever (a header that never ends).
+ * - `slow-body`: answers a complete 200 head at once, then one byte of its body every 100 ms, forever.
  */
 export type HostileBehaviour =
   | "reset"
@@ -21,7 +22,8 @@ export type HostileBehaviour =
   | "body-then-fin"
   | "silent"
   | "huge-headers"
-  | "trickle";
+  | "trickle"
+  | "slow-body";
 
 export const ONE_GIGABYTE = 1024 * 1024 * 1024;
 
@@ -108,6 +110,15 @@ export async function startHostileReceiver(behaviour: HostileBehaviour): Promise
             if (socket.destroyed) return clearInterval(timer);
             socket.write(index < answer.length ? answer[index]! : "a");
             index += 1;
+          }, 100);
+          timers.add(timer);
+          return;
+        }
+        case "slow-body": {
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${ONE_GIGABYTE}\r\n\r\n`);
+          const timer = setInterval(() => {
+            if (socket.destroyed) return clearInterval(timer);
+            socket.write("s");
           }, 100);
           timers.add(timer);
           return;

@@ -44,7 +44,7 @@ async function orgWith(url: string): Promise<string> {
   return orgId;
 }
 
-const EXPECTED_ERRORS: Record<Exclude<HostileBehaviour, "huge-body" | "body-then-fin">, RegExp> = {
+const EXPECTED_ERRORS: Record<Exclude<HostileBehaviour, "huge-body" | "body-then-fin" | "slow-body">, RegExp> = {
   reset: /ECONNRESET|socket hang up/,
   "never-read": /^timed out after 600 ms$/,
   garbage: /^HPE_\w+: the receiver did not answer with valid HTTP/,

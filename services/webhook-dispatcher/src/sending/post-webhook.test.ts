@@ -79,6 +79,14 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
   });
 
+  it("counts a 2xx whose body is still arriving when the timeout fires: the status came in time, the excerpt is what came", async () => {
+    const { result } = await attemptAgainst("slow-body");
+    expect(result).toMatchObject({ succeeded: true, responseStatus: 200, error: null });
+    expect(result.responseExcerpt).toMatch(/^s+$/);
+    expect(result.responseHeaders).toMatchObject({ "content-type": "text/plain" });
+    expect(result.latencyMs).toBeLessThan(TIMEOUT_MS + 1000);
+  });
+
   it("fails an HTTP 500 whose 1 GB body is cut by a reset, keeping the excerpt that came", async () => {
     const { result } = await attemptAgainst("huge-body-then-reset");
     expect(result).toMatchObject({ succeeded: false, responseStatus: 500, error: "HTTP 500" });

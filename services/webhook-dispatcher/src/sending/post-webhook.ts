@@ -283,7 +283,10 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<
       socket.once("connect", () => clearTimeout(connectTimer));
     });
     sent.on("close", () => clearTimeout(connectTimer));
-    sent.on("error", reject);
+    // Once the status has arrived, an error (the timeout or a cancel destroying the request mid-body, a reset) ends
+    // the response with what came; the request's error event fires before the response's own.
+    let answered: (() => void) | undefined;
+    sent.on("error", (error) => (answered ? answered() : reject(error)));
     sent.on("response", (response) => {
       const status = response.statusCode ?? 0;
       const chunks: Buffer[] = [];
@@ -298,6 +301,7 @@ function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<
         const retryAfter = response.headers["retry-after"];
         resolve({ status, excerpt, headers: keptResponseHeaders(response.rawHeaders), retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined });
       };
+      answered = settle;
       response.on("data", (chunk: Buffer) => {
         if (settled) return;
         chunks.push(chunk);
