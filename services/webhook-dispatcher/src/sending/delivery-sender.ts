@@ -205,7 +205,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     const result = endpoint
       ? await postWebhook(
           options.agent,
-          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence },
+          { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence, tenant: row.org_id },
           { timeoutMs: options.timeoutMs, connectionWaitMs, abort: stopController.signal },
         )
       : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, requestHeaders: null, responseHeaders: null, retryAfterMs: null };

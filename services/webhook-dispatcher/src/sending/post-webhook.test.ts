@@ -160,6 +160,45 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     }
   });
 
+  it("shares a host's connections between orgs: a free one goes to the org holding the fewest, ahead of slow orgs' queued attempts", async () => {
+    // Two orgs whose endpoints on one host answer only when the test says so hold all its connections and queue as
+    // many attempts again; a third org's attempts queue after theirs. As connections come free, the third org's are
+    // sent first: it holds none, the slow orgs half the host each. (Node's agent alone serves the oldest first.)
+    const held: Array<() => void> = [];
+    const arrived: string[] = [];
+    const server = createServer((request, response) => {
+      arrived.push(String(request.headers["x-renderbus-delivery"]));
+      request.resume();
+      if (String(request.headers["x-renderbus-delivery"]).startsWith("fast")) response.end("ok");
+      else held.push(() => response.end("ok"));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const own = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: 5000 });
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+    const attempt = (tenant: string, deliveryId: string) => postWebhook(own, { ...webhook(url), tenant, deliveryId }, { timeoutMs: 60_000 });
+    try {
+      const perSlowOrg = CONNECTIONS_PER_HOST;
+      // Started in turns, so each slow org holds half the host's connections.
+      const slow = Array.from({ length: perSlowOrg }, (_, n) => ["slow-a", "slow-b"].map((tenant) => attempt(tenant, `${tenant}-${n}`))).flat();
+      await vi.waitFor(() => expect(held).toHaveLength(CONNECTIONS_PER_HOST));
+      const fast = Array.from({ length: 4 }, (_, n) => attempt("fast", `fast-${n}`));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // One slow answer frees one connection: the fast org's attempts go through it one after another.
+      held.shift()!();
+      await vi.waitFor(() => expect(arrived.slice(CONNECTIONS_PER_HOST, CONNECTIONS_PER_HOST + 4)).toEqual(["fast-0", "fast-1", "fast-2", "fast-3"]), { timeout: 5000 });
+      expect((await Promise.all(fast)).map((result) => result.error)).toEqual([null, null, null, null]);
+      while (held.length > 0 || arrived.length < 2 * perSlowOrg + 4) {
+        held.shift()?.();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect((await Promise.all(slow)).every((result) => result.succeeded)).toBe(true);
+    } finally {
+      await own.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it("fails an attempt unsent when no connection to its host comes free within connectionWaitMs, and never sends it later", async () => {
     const held: Array<() => void> = [];
     const server = createServer((request, response) => {

@@ -4,6 +4,7 @@ import https from "node:https";
 import { isIP, type Socket } from "node:net";
 import { signatureOf, standardWebhookHeaders, webhookHeaderNames } from "@renderbus/webhook-signing";
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from "./address-guard.js";
+import { HostConnections, type HostConnection } from "./host-connections.js";
 import { retryAfterMsOf } from "./retry-schedule.js";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -24,7 +25,10 @@ export const RESPONSE_HEADER_MAX_BYTES = 16 * 1024;
 /** Idle keep-alive connections to receivers are closed after this long. */
 const KEEP_ALIVE_IDLE_MS = 4000;
 
-/** Connections this process opens to one receiver host (scheme, host and port) at once; further attempts wait for one. */
+/**
+ * Connections this process opens to one receiver host (scheme, host and port) at once; further attempts wait for one,
+ * and one that comes free goes to the org holding the fewest there (see HostConnections).
+ */
 export const CONNECTIONS_PER_HOST = 16;
 
 export interface WebhookAgentOptions {
@@ -45,6 +49,8 @@ export interface WebhookAgent {
   readonly connectTimeoutMs: number;
   readonly http: http.Agent;
   readonly https: https.Agent;
+  /** Who may use one of a host's CONNECTIONS_PER_HOST connections next: the agents' own queues stay empty. */
+  readonly connections: HostConnections;
   /** Closes every pooled connection. */
   close(): Promise<void>;
 }
@@ -63,6 +69,7 @@ export function createWebhookAgent({ guardAddresses, connectTimeoutMs }: Webhook
     connectTimeoutMs,
     http: httpAgent,
     https: httpsAgent,
+    connections: new HostConnections(CONNECTIONS_PER_HOST),
     close: async () => {
       httpAgent.destroy();
       httpsAgent.destroy();
@@ -84,6 +91,8 @@ export interface WebhookRequest {
   brand: string;
   /** The delivery's place in its FIFO endpoint's queue: sent as `X-<brand>-Sequence` (docs/webhooks.md, "Ordering"). */
   sequence?: number | null;
+  /** Whose attempt this is (the org): a host's connections are shared fairly between tenants. */
+  tenant?: string;
 }
 
 export interface AttemptResult {
@@ -169,7 +178,8 @@ export interface PostWebhookOptions {
  * whole exchange, connect included, is cut at the timeout. The timeout starts when the request gets its connection:
  * an attempt queued behind other attempts to the same host (other orgs' receivers there may be slow) is not charged
  * for their time, nor failed as the receiver's timeout before it was sent. Its wait is bounded by
- * `connectionWaitMs`, after which it fails unsent. Never throws, whatever the receiver does (resets, answers garbage,
+ * `connectionWaitMs`, after which it fails unsent, and its turn at a connection comes before other tenants' that hold
+ * more of the host's connections (`webhook.tenant`, see HostConnections). Never throws, whatever the receiver does (resets, answers garbage,
  * huge headers, an endless body, nothing at all): errors become the attempt's `error`. At most
  * {@link RESPONSE_EXCERPT_BYTES} of the body are read; the connection is then destroyed, never drained.
  * `latencyMs` is counted from the connection too.
@@ -189,31 +199,37 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
   const failed = (error: unknown, status: number | null) =>
     finish({ succeeded: false, responseStatus: status, error: describeError(error, cutBy, { timeoutMs, connectionWaitMs }), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
   if (abort?.aborted) return failed(abort.reason, null);
-  // The timers and `abort` destroy the request themselves: an AbortSignal handed to core HTTP costs a controller,
-  // a stream listener and a signal listener per attempt, which showed in the dispatcher's profile under load.
-  let timer: NodeJS.Timeout | undefined;
+  let target: URL;
+  try {
+    target = targetOf(webhook.url, agent.guardAddresses);
+  } catch (error) {
+    return failed(error, null);
+  }
+  // The wait for a connection: first for this tenant's turn at one of the host's connections, then for the agent to
+  // hand it over. The timers and `abort` end the attempt themselves: an AbortSignal handed to core HTTP costs a
+  // controller, a stream listener and a signal listener per attempt, which showed in the dispatcher's profile.
+  const connection: HostConnection = agent.connections.acquire(`${target.protocol}//${target.host}`, webhook.tenant ?? "");
+  let call: Exchange | undefined;
+  const stop = (reason: unknown) => (call ? call.cancel(reason) : connection.cancel(reason));
   const cut = (by: "timeout" | "connection-wait", ms: number) =>
     setTimeout(() => {
       cutBy = by;
-      call.cancel(new DOMException(`${by} after ${ms} ms`, "TimeoutError"));
+      stop(new DOMException(`${by} after ${ms} ms`, "TimeoutError"));
     }, ms);
-  timer = cut("connection-wait", connectionWaitMs);
-  let settled = false;
-  const call = exchange(agent, webhook, headers, () => {
-    if (settled) return;
-    clearTimeout(timer);
-    sentAt = performance.now();
-    timer = cut("timeout", timeoutMs);
-  });
-  const onStop = () => call.cancel(abort?.reason);
+  let timer = cut("connection-wait", connectionWaitMs);
+  const onStop = () => stop(abort?.reason);
   abort?.addEventListener("abort", onStop, { once: true });
+  let settled = false;
   let status: number | null = null;
   try {
-    const response = await call.response.finally(() => {
-      settled = true;
+    await connection.granted;
+    call = exchange(agent, target, webhook, headers, () => {
+      if (settled) return;
       clearTimeout(timer);
-      abort?.removeEventListener("abort", onStop);
+      sentAt = performance.now();
+      timer = cut("timeout", timeoutMs);
     });
+    const response = await call.response;
     status = response.status;
     const succeeded = status >= 200 && status < 300;
     return finish({
@@ -226,7 +242,26 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
     });
   } catch (error) {
     return failed(error, status);
+  } finally {
+    settled = true;
+    clearTimeout(timer);
+    abort?.removeEventListener("abort", onStop);
+    connection.release();
   }
+}
+
+/** The attempt's URL, refused before any connection when it is not http(s) or names a blocked IP literal. */
+function targetOf(url: string, guardAddresses: boolean): URL {
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    throw new AttemptError("INVALID_URL", "the webhook URL is not a valid URL");
+  }
+  if (target.protocol !== "http:" && target.protocol !== "https:") throw new AttemptError("INVALID_URL", `unsupported protocol ${target.protocol}`);
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  if (guardAddresses && isIP(host) !== 0 && isBlockedAddress(host)) throw new BlockedAddressError(host);
+  return target;
 }
 
 /** An exchange in progress: its outcome, and a way to end it early (the request is destroyed with `reason`). */
@@ -241,27 +276,11 @@ interface Exchange {
  * no status arrived. Every path destroys what it leaves unread; `cancel` destroys the request (and its socket).
  * `onConnection` is called once the agent hands the request a connection (a pooled one, or a new one connecting).
  */
-function exchange(agent: WebhookAgent, webhook: WebhookRequest, headers: Record<string, string>, onConnection: () => void): Exchange {
+function exchange(agent: WebhookAgent, target: URL, webhook: WebhookRequest, headers: Record<string, string>, onConnection: () => void): Exchange {
   let request: http.ClientRequest | undefined;
   let fail: (reason: unknown) => void = () => {};
   const response: Exchange["response"] = new Promise((resolve, reject) => {
     fail = reject;
-    let target: URL;
-    try {
-      target = new URL(webhook.url);
-    } catch {
-      reject(new AttemptError("INVALID_URL", "the webhook URL is not a valid URL"));
-      return;
-    }
-    if (target.protocol !== "http:" && target.protocol !== "https:") {
-      reject(new AttemptError("INVALID_URL", `unsupported protocol ${target.protocol}`));
-      return;
-    }
-    const host = target.hostname.replace(/^\[|\]$/g, "");
-    if (agent.guardAddresses && isIP(host) !== 0 && isBlockedAddress(host)) {
-      reject(new BlockedAddressError(host));
-      return;
-    }
     const body = Buffer.from(webhook.body, "utf8");
     const client = target.protocol === "https:" ? https : http;
     const sent = client.request(target, {
