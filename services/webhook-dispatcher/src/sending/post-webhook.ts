@@ -210,7 +210,12 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
   // controller, a stream listener and a signal listener per attempt, which showed in the dispatcher's profile.
   const connection: HostConnection = agent.connections.acquire(`${target.protocol}//${target.host}`, webhook.tenant ?? "");
   let call: Exchange | undefined;
-  const stop = (reason: unknown) => (call ? call.cancel(reason) : connection.cancel(reason));
+  let stoppedEarly: { reason: unknown } | undefined;
+  const stop = (reason: unknown) => {
+    if (call) return call.cancel(reason);
+    stoppedEarly ??= { reason };
+    connection.cancel(reason);
+  };
   const cut = (by: "timeout" | "connection-wait", ms: number) =>
     setTimeout(() => {
       cutBy = by;
@@ -223,6 +228,8 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
   let status: number | null = null;
   try {
     await connection.granted;
+    // Cut or stopped while the grant was on its way: nothing is sent, the connection goes back unused.
+    if (stoppedEarly) throw stoppedEarly.reason;
     call = exchange(agent, target, webhook, headers, () => {
       if (settled) return;
       clearTimeout(timer);
