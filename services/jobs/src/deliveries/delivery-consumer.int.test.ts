@@ -109,8 +109,12 @@ describe("webhook deliveries on the job record", () => {
       (value) => value.webhookDeliveries.length === 1,
     );
     expect(read.webhookDeliveries).toEqual([expect.objectContaining({ id: deliveryId, status: "succeeded" })]);
-    // Each malformed one was acked at once, not handed back to be redelivered forever.
-    const durable = await harness.bus.jsm.consumers.info(harness.bus.streamName(STREAMS.webhookEvents), DELIVERY_BATCHES_DURABLE);
+    // Each malformed one was acked at once, not handed back to be redelivered forever. The good batch's ack follows its
+    // write, so the projection can be visible a moment before the server has the ack: wait for it, then look.
+    const durable = await eventually(
+      () => harness.bus.jsm.consumers.info(harness.bus.streamName(STREAMS.webhookEvents), DELIVERY_BATCHES_DURABLE),
+      (info) => info.num_ack_pending === 0,
+    );
     expect([durable.num_ack_pending, durable.num_redelivered]).toEqual([0, 0]);
   });
 
