@@ -231,6 +231,39 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     }
   });
 
+  it("sends nothing when the attempt is stopped in the same turn as its connection is granted, and gives the connection back", async () => {
+    let requests = 0;
+    const server = createServer((request, response) => {
+      requests += 1;
+      request.resume();
+      response.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const own = createWebhookAgent({ guardAddresses: false, connectTimeoutMs: 5000 });
+    const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      // Every connection to the host is held outside the attempt, so it waits for its turn.
+      const holders = Array.from({ length: CONNECTIONS_PER_HOST }, () => own.connections.acquire(origin, "other"));
+      await Promise.all(holders.map((holder) => holder.granted));
+      const shutdown = new AbortController();
+      const attempt = postWebhook(own, { ...webhook(`${origin}/hook`), tenant: "org" }, { timeoutMs: 5000, abort: shutdown.signal });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(own.connections.heldBy(origin)).toEqual({ other: CONNECTIONS_PER_HOST });
+      // The grant and the stop land before the attempt's code runs again: the grant has won the connection already.
+      holders[0]!.release();
+      shutdown.abort(new Error("shutting down"));
+      expect(await attempt).toMatchObject({ succeeded: false, responseStatus: null, error: "shutting down" });
+      expect(own.connections.heldBy(origin)).toEqual({ other: CONNECTIONS_PER_HOST - 1 });
+      for (const holder of holders.slice(1)) holder.release();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(requests).toBe(0);
+    } finally {
+      await own.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it("fails a refused connection and an unsupported URL without throwing", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
