@@ -86,7 +86,7 @@ describe("job.progress webhooks of a real transcode (docs/webhooks.md, Progress 
     for (const request of progress) {
       expect(verifySignature(request.rawBody, String(request.headers["x-renderbus-signature"]), secret)).toBe(true);
       const body = bodyOf(request);
-      expect(body).toMatchObject({ event: "job.progress", jobId, orgId });
+      expect(body).toMatchObject({ event: "job.progress", jobId, orgId, timing: { createdAt: job.timing.createdAt, startedAt: job.timing.startedAt } });
       expect(body.progress.updatedAt).toBeGreaterThan(0);
       expect(body.progress.percent === null || (body.progress.percent >= 0 && body.progress.percent <= 100)).toBe(true);
     }

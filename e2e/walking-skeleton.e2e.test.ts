@@ -49,6 +49,8 @@ describe("walking skeleton: a job crosses every service", () => {
     expect(completed.headers["x-renderbus-signature"]).toBe(expected);
     expect(completed.headers["x-renderbus-delivery"]).toMatch(/^del_/);
     expect(completed.headers["x-renderbus-attempt"]).toBe("1");
+    expect(completed.headers["x-renderbus-timestamp"]).toBe(completed.headers["webhook-timestamp"]);
+    expect(Math.abs(Number(completed.headers["x-renderbus-timestamp"]) - Date.now() / 1000)).toBeLessThan(300);
     expect(completed.headers["content-type"]).toMatch(/^application\/json/);
     const payload = JSON.parse(completed.rawBody.toString("utf8"));
     expect(payload).toMatchObject({ event: "job.completed", jobId, cost: { credits: expect.any(Number), breakdown: expect.any(String) } });

@@ -22,4 +22,6 @@ export interface JobProgressMessage {
   etaMs: number | null;
   /** Epoch ms. */
   updatedAt: number;
+  /** When the job was created and started (epoch ms); absent from workers older than the `job.progress` timing. */
+  timing?: { createdAt: number; startedAt: number };
 }

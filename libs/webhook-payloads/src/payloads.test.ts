@@ -34,12 +34,13 @@ describe("webhook payloads", () => {
     expect(JSON.stringify(body)).toBe('{"event":"batch.completed","batchId":"batch_1","jobCount":3,"counts":{"completed":2,"failed":1,"cancelled":0},"timing":{"createdAt":1000,"completedAt":5000}}');
   });
 
-  it("job.progress carries the job, its org and the reading; unknown figures are null", () => {
-    expect(JSON.stringify(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: 42.5, etaMs: 9000, updatedAt: 5000 }))).toBe(
-      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":42.5,"etaMs":9000,"updatedAt":5000}}',
+  it("job.progress carries the job, its org, the reading and the job's timing; unknown figures are null", () => {
+    const timing = { createdAt: 1000, startedAt: 2000 };
+    expect(JSON.stringify(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: 42.5, etaMs: 9000, updatedAt: 5000, timing }))).toBe(
+      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":42.5,"etaMs":9000,"updatedAt":5000},"timing":{"createdAt":1000,"startedAt":2000}}',
     );
     expect(JSON.stringify(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: null, etaMs: null, updatedAt: 5000 }))).toBe(
-      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":null,"etaMs":null,"updatedAt":5000}}',
+      '{"event":"job.progress","jobId":"job_1","orgId":"org_1","progress":{"percent":null,"etaMs":null,"updatedAt":5000},"timing":{"createdAt":null,"startedAt":null}}',
     );
   });
 

@@ -73,15 +73,21 @@ export interface JobProgressReading {
   percent: number | null;
   etaMs: number | null;
   updatedAt: number;
+  /** When the job was created and started; null members when the worker did not say (an older worker). */
+  timing?: { createdAt: number; startedAt: number };
 }
 
-/** `job.progress` (opt-in, at most one per job and endpoint every 5 s): `{event, jobId, orgId, progress}`. */
+/**
+ * `job.progress` (opt-in, at most one per job and endpoint every 5 s):
+ * `{event, jobId, orgId, progress:{percent, etaMs, updatedAt}, timing:{createdAt, startedAt}}`.
+ */
 export function jobProgressPayload(reading: JobProgressReading) {
   return {
     event: "job.progress" as const,
     jobId: reading.jobId,
     orgId: reading.orgId,
     progress: { percent: reading.percent, etaMs: reading.etaMs, updatedAt: reading.updatedAt },
+    timing: { createdAt: reading.timing?.createdAt ?? null, startedAt: reading.timing?.startedAt ?? null },
   };
 }
 

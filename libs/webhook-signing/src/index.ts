@@ -23,6 +23,7 @@ export function webhookHeaderNames(brand = "Renderbus") {
     event: `X-${brand}-Event`,
     delivery: `X-${brand}-Delivery`,
     attempt: `X-${brand}-Attempt`,
+    timestamp: `X-${brand}-Timestamp`,
   } as const;
 }
 

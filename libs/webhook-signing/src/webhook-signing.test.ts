@@ -43,6 +43,7 @@ describe("webhookHeaderNames", () => {
       event: "X-Renderbus-Event",
       delivery: "X-Renderbus-Delivery",
       attempt: "X-Renderbus-Attempt",
+      timestamp: "X-Renderbus-Timestamp",
     });
     expect(webhookHeaderNames("Acme").signature).toBe("X-Acme-Signature");
   });

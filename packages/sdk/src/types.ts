@@ -324,7 +324,7 @@ export type WebhookPayload =
     }
   | { event: "webhook.test"; orgId: string; message: string; timing: { createdAt: number } }
   /** Opt-in (an endpoint must name it), at most one per job every 5 s, best-effort (docs/webhooks.md, "Progress events"). */
-  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number } }
+  | { event: "job.progress"; jobId: string; orgId: string; progress: { percent: number | null; etaMs: number | null; updatedAt: number }; timing: { createdAt: number | null; startedAt: number | null } }
   /** To the org's other endpoints naming it, when an endpoint is disabled (docs/webhooks.md, "Auto-disable"). */
   | { event: "endpoint.disabled"; endpointId: string; url: string; reason: string; disabledAt: number };
 

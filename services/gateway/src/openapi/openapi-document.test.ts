@@ -207,7 +207,7 @@ describe("the OpenAPI document at /openapi.json", () => {
     // job.progress: the members the dispatcher's builder writes, in its order.
     expect(schemas.JobProgressEvent!.required).toEqual(Object.keys(jobProgressPayload({ orgId: "org_1", jobId: "job_1", percent: 1, etaMs: 1, updatedAt: 1 })));
     const headers = (document.webhooks["job.completed"].post.parameters as { name: string }[]).map((parameter) => parameter.name);
-    expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt", "webhook-id", "webhook-timestamp", "webhook-signature"]));
+    expect(headers).toEqual(expect.arrayContaining(["X-Renderbus-Signature", "X-Renderbus-Event", "X-Renderbus-Delivery", "X-Renderbus-Attempt", "X-Renderbus-Timestamp", "webhook-id", "webhook-timestamp", "webhook-signature"]));
   });
 
   it("describes request bodies with the same schemas that validate them (unknown fields rejected)", () => {

@@ -91,7 +91,7 @@ export const webhookPayloadSchemas = {
   },
   JobProgressEvent: {
     type: "object",
-    required: ["event", "jobId", "orgId", "progress"],
+    required: ["event", "jobId", "orgId", "progress", "timing"],
     description: "Opt-in (an endpoint must name `job.progress`; `*` does not cover it), at most one per job and endpoint every 5 s, best-effort.",
     properties: {
       event: { const: "job.progress" },
@@ -105,6 +105,12 @@ export const webhookPayloadSchemas = {
           etaMs: { type: ["integer", "null"], minimum: 0, description: "Estimated time left in ms; null when unknown" },
           updatedAt: { ...epochMs, description: "When the worker read it (epoch ms)" },
         },
+      },
+      timing: {
+        type: "object",
+        required: ["createdAt", "startedAt"],
+        description: "When the job was created and started; null only from a worker older than this field",
+        properties: { createdAt: epochMsOrNull, startedAt: epochMsOrNull },
       },
     },
   },
@@ -133,6 +139,7 @@ const deliveryHeaders = [
   { name: "X-Renderbus-Event", description: "The event name, e.g. job.completed" },
   { name: "X-Renderbus-Delivery", description: "The delivery id (`del_...`), stable across attempts: dedupe on it" },
   { name: "X-Renderbus-Attempt", description: "1 for the first attempt, then 2, 3, 4 for the retries" },
+  { name: "X-Renderbus-Timestamp", description: "When this attempt was signed, in Unix seconds: the same value as webhook-timestamp" },
   { name: "User-Agent", description: "Renderbus-Webhooks/<version>" },
   { name: "webhook-id", description: "Standard Webhooks: the delivery id (`del_...`), the same as X-Renderbus-Delivery" },
   { name: "webhook-timestamp", description: "Standard Webhooks: when this attempt was signed, in Unix seconds; reject it when more than 5 minutes off (replay protection)" },

@@ -19,6 +19,7 @@ const progressMessage = z.object({
   percent: z.number().min(0).max(100).nullable(),
   etaMs: z.number().int().min(0).max(7 * 24 * 3_600_000).nullable(),
   updatedAt: z.number().int().positive(),
+  timing: z.object({ createdAt: z.number().int().positive(), startedAt: z.number().int().positive() }).optional(),
 });
 
 export interface JobProgressListenerOptions {

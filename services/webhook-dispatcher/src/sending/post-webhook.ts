@@ -113,18 +113,21 @@ export interface AttemptResult {
 /**
  * The headers of docs/webhooks.md, in the configured brand, and beside them the Standard Webhooks headers
  * (`webhook-id` = the delivery id, `webhook-timestamp` = `now` in unix seconds, signed again on every attempt).
+ * `X-<brand>-Timestamp` carries the same second as `webhook-timestamp`.
  */
 export function webhookHeaders(request: WebhookRequest, now = Date.now()): Record<string, string> {
   const names = webhookHeaderNames(request.brand);
+  const standard = standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret, ...(request.previousSecrets ?? [])] : [] });
   return {
     "content-type": "application/json",
     "user-agent": `${request.brand}-Webhooks/${VERSION}`,
     [names.event]: request.event,
     [names.delivery]: request.deliveryId,
     [names.attempt]: String(request.attempt),
+    [names.timestamp]: standard["webhook-timestamp"],
     ...(request.sequence != null ? { [`X-${request.brand}-Sequence`]: String(request.sequence) } : {}),
     ...(request.secret ? { [names.signature]: signatureOf(request.body, request.secret) } : {}),
-    ...standardWebhookHeaders({ id: request.deliveryId, timestampSeconds: now / 1000, body: request.body, secrets: request.secret ? [request.secret, ...(request.previousSecrets ?? [])] : [] }),
+    ...standard,
   };
 }
 

@@ -30,6 +30,12 @@ describe("webhookHeaders", () => {
     expect(headers["webhook-timestamp"]).toBe("1700000000");
   });
 
+  it("adds X-Renderbus-Timestamp, the same second as webhook-timestamp, in the configured brand", () => {
+    expect(webhookHeaders(request, 1_700_000_000_999)["X-Renderbus-Timestamp"]).toBe("1700000000");
+    expect(webhookHeaders({ ...request, secret: undefined }, 1_700_000_001_000)["X-Renderbus-Timestamp"]).toBe("1700000001");
+    expect(webhookHeaders({ ...request, brand: "Acme" }, 1_700_000_000_000)["X-Acme-Timestamp"]).toBe("1700000000");
+  });
+
   it("adds a webhook-signature that the standardwebhooks package verifies with the org's secret", () => {
     const headers = webhookHeaders(request);
     expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);

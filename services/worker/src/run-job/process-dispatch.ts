@@ -115,8 +115,10 @@ export async function processDispatch(
     }
     const reservation = reservationFor(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes, sourceDurationMs));
     await reserveJobCredits(deps.billing, { orgId, jobId, credits: reservation.credits, breakdown: reservation.breakdown });
+    let timing: { createdAt: number; startedAt: number } | undefined;
     try {
-      await deps.jobs.startJob({ jobId, workerId: deps.workerId });
+      const { job } = await deps.jobs.startJob({ jobId, workerId: deps.workerId });
+      if (job?.timing?.createdAt && job.timing.startedAt) timing = { createdAt: Number(job.timing.createdAt), startedAt: Number(job.timing.startedAt) };
     } catch (error) {
       if (error instanceof AppError && error.code === "CONFLICT") throw new JobCancelledError();
       throw error;
@@ -139,6 +141,7 @@ export async function processDispatch(
             orgId,
             jobId,
             expectedOutputMs: (outputKind === "video" || outputKind === "audio") && sourceDurationMs ? Math.min(sourceDurationMs, reservation.coveredMs ?? Infinity) : null,
+            timing,
             publish: deps.publishProgress,
           })
         : undefined,
