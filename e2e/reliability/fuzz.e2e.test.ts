@@ -109,7 +109,7 @@ describe("bad input", () => {
           rotateWebhookEndpointSecret: {},
           recoverWebhookEndpoint: { since: 0 },
           createUploadLink: { size: 10, filename: "fuzz.bin" },
-          uploadMedia: { contentBase64: Buffer.from("fuzz").toString("base64"), filename: "fuzz.bin" },
+          uploadMedia: { base64: Buffer.from("fuzz").toString("base64"), filename: "fuzz.bin" },
           // Routes that take no body document a strict empty one.
           cancelJob: {},
           retryWebhookDelivery: {},

@@ -143,7 +143,7 @@ export class RenderbusClient {
       this.data({ method: "POST", path: "/upload-links", body: { size, ...(filename ? { filename } : {}) } }),
     /** uploadMedia: `POST /uploads/inline`: a file of at most 1 MB in one request, complete at once. */
     uploadInline: (bytes: Uint8Array, filename?: string): Promise<Upload> =>
-      this.data({ method: "POST", path: "/uploads/inline", body: { contentBase64: Buffer.from(bytes).toString("base64"), ...(filename ? { filename } : {}) } }),
+      this.data({ method: "POST", path: "/uploads/inline", body: { base64: Buffer.from(bytes).toString("base64"), ...(filename ? { filename } : {}) } }),
   };
 
   readonly jobTypes = {

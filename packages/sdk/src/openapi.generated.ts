@@ -1136,6 +1136,13 @@ export interface components {
                 /** @description When the worker read it (epoch ms) */
                 updatedAt: number;
             };
+            /** @description When the job was created and started; null only from a worker older than this field */
+            timing: {
+                /** @description Epoch milliseconds, null until reached */
+                createdAt: number | null;
+                /** @description Epoch milliseconds, null until reached */
+                startedAt: number | null;
+            };
         };
         JobRunningEvent: {
             /** @constant */
@@ -4416,7 +4423,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description The file's bytes, base64 (at most 1 MB decoded) */
-                    contentBase64: string;
+                    base64: string;
                     /** @description The file's name, e.g. clip.mp4 (its extension helps the worker read subtitles) */
                     filename?: string;
                 };
@@ -6002,6 +6009,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6048,6 +6057,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6094,6 +6105,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6140,6 +6153,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6186,6 +6201,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6232,6 +6249,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;
@@ -6278,6 +6297,8 @@ export interface operations {
                 "X-Renderbus-Event": string;
                 /** @description `sha256=` + hex HMAC-SHA256 of the exact raw body bytes, keyed with the org's webhookSecret. Compare in constant time. */
                 "X-Renderbus-Signature": string;
+                /** @description When this attempt was signed, in Unix seconds: the same value as webhook-timestamp */
+                "X-Renderbus-Timestamp": string;
             };
             path?: never;
             cookie?: never;

@@ -58,7 +58,7 @@ const statusLines = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)]
 describe("a refused body", () => {
   it("over the inline upload's limit is answered 413 naming the limit, and the connection serves the next request", async () => {
     // The fuzzer's case: 1,398,106 two-byte characters, twice the route's limit, sent in full.
-    const body = JSON.stringify({ filename: "a.mp4", contentBase64: "é".repeat(1_398_106) });
+    const body = JSON.stringify({ filename: "a.mp4", base64: "é".repeat(1_398_106) });
     const length = Buffer.byteLength(body);
     expect(length).toBeGreaterThan(INLINE_UPLOAD_BODY_LIMIT);
     for (let round = 0; round < 5; round++) {

@@ -13,7 +13,7 @@ export const requestBodyExamples: Record<string, Record<string, unknown>> = {
   submitBatch: { jobs: [exampleJob, { type: "transcode", inputs: { source: SOURCE_URL }, params: { resolution: "720p" } }] },
   createApiKey: { name: "CI pipeline" },
   createUploadLink: { size: 4194304, filename: "clip.mp4" },
-  uploadMedia: { contentBase64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", filename: "logo.png" },
+  uploadMedia: { base64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", filename: "logo.png" },
   updateOrgWebhook: { webhookUrl: "https://hooks.example.com/renderbus", webhookSecret: "a-long-random-secret" },
   createWebhookEndpoint: { url: "https://hooks.example.com/failures", events: ["job.failed", "endpoint.disabled"], description: "Alerts" },
   updateWebhookEndpoint: { enabled: true },

@@ -246,16 +246,16 @@ describe("uploads for agents: create_upload and upload_media", () => {
     const { callers, call } = await startGateway({ alice: "pro" });
     const json = { "content-type": "application/json" };
     const bytes = randomBytes(1024 * 1024);
-    const stored = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: bytes.toString("base64"), filename: "clip.bin" }));
+    const stored = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ base64: bytes.toString("base64"), filename: "clip.bin" }));
     expect(stored.status).toBe(201);
     const upload = (await jsonOf(stored)).data;
     expect(upload).toMatchObject({ size: bytes.length, offset: bytes.length, complete: true });
     expect((await storedBytes(upload.id)).equals(bytes)).toBe(true);
 
-    const tooLarge = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: randomBytes(1024 * 1024 + 3).toString("base64") }));
+    const tooLarge = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ base64: randomBytes(1024 * 1024 + 3).toString("base64") }));
     expect(tooLarge.status).toBe(400);
-    const notBase64 = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ contentBase64: "not base64!" }));
-    expect((await jsonOf(notBase64)).error).toEqual({ code: "VALIDATION_ERROR", message: "body.contentBase64: must be base64" });
+    const notBase64 = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ base64: "not base64!" }));
+    expect((await jsonOf(notBase64)).error).toEqual({ code: "VALIDATION_ERROR", message: "body.base64: must be base64" });
   });
 
   it("takes a 1 MB file inline through the MCP tool upload_media (the /mcp body limit leaves room for its base64)", async () => {
@@ -264,7 +264,7 @@ describe("uploads for agents: create_upload and upload_media", () => {
     const response = await fetch(`${base}/mcp`, {
       method: "POST",
       headers: { authorization: `Bearer ${callers.alice!.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "upload_media", arguments: { contentBase64: bytes.toString("base64"), filename: "clip.mp4" } } }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "upload_media", arguments: { base64: bytes.toString("base64"), filename: "clip.mp4" } } }),
     });
     expect(response.status).toBe(200);
     const result = (await jsonOf(response)).result;

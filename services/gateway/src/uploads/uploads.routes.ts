@@ -59,17 +59,17 @@ export const uploadRoutes = [
     response: one("Upload"),
     bodyLimit: INLINE_UPLOAD_BODY_LIMIT,
     body: z.strictObject({
-      contentBase64: z.string().min(1).max(Math.ceil((INLINE_UPLOAD_MAX_BYTES * 4) / 3) + 4).describe("The file's bytes, base64 (at most 1 MB decoded)"),
+      base64: z.string().min(1).max(Math.ceil((INLINE_UPLOAD_MAX_BYTES * 4) / 3) + 4).describe("The file's bytes, base64 (at most 1 MB decoded)"),
       filename,
     }),
     errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
     handler: async ({ body, auth }, deps) => {
-      const encoded = body.contentBase64.replace(/\s+/g, "");
-      if (!BASE64.test(encoded)) throw new AppError("VALIDATION_ERROR", "body.contentBase64: must be base64");
+      const encoded = body.base64.replace(/\s+/g, "");
+      if (!BASE64.test(encoded)) throw new AppError("VALIDATION_ERROR", "body.base64: must be base64");
       const bytes = Buffer.from(encoded, "base64");
-      if (bytes.length > INLINE_UPLOAD_MAX_BYTES) throw new AppError("PAYLOAD_TOO_LARGE", `body.contentBase64: larger than ${INLINE_UPLOAD_MAX_BYTES} bytes decoded; use create_upload`);
+      if (bytes.length > INLINE_UPLOAD_MAX_BYTES) throw new AppError("PAYLOAD_TOO_LARGE", `body.base64: larger than ${INLINE_UPLOAD_MAX_BYTES} bytes decoded; use create_upload`);
       const cap = planOf(auth.plan, deps.plans).maxInputBytes;
-      if (bytes.length > cap) throw new AppError("PAYLOAD_TOO_LARGE", `body.contentBase64: larger than the plan's max input size (${cap} bytes)`);
+      if (bytes.length > cap) throw new AppError("PAYLOAD_TOO_LARGE", `body.base64: larger than the plan's max input size (${cap} bytes)`);
       const upload = await deps.uploads.createComplete({ orgId: auth.orgId, bytes, ...(body.filename ? { filename: body.filename } : {}) });
       return { data: presentUpload(upload) };
     },
