@@ -124,6 +124,24 @@ describe("webhook endpoints end to end: filters per endpoint, the default endpoi
     await Promise.all([first.close(), second.close()]);
   });
 
+  it("rotates with 24 h of grace by default, and answers a second recover within the interval 429 with Retry-After", async () => {
+    const { key } = await createOrg(system.env, "starter", "Recover twice");
+    const call = api(system.gatewayUrl, key);
+    const endpoint = (await call("POST", "/webhooks/endpoints", { url: "https://example.com/hook", events: ["*"] })).body.data;
+    const before = Date.now();
+    const rotated = await call("POST", `/webhooks/endpoints/${endpoint.id}/rotate-secret`, {});
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.data.previousSecretExpiresAt).toBeGreaterThanOrEqual(before + 86_400_000);
+    expect(rotated.body.data.previousSecretExpiresAt).toBeLessThanOrEqual(Date.now() + 86_400_000);
+
+    expect((await call("POST", `/webhooks/endpoints/${endpoint.id}/recover`, { since: 0 })).status).toBe(200);
+    const again = await call("POST", `/webhooks/endpoints/${endpoint.id}/recover`, { since: 0 });
+    expect(again.status).toBe(429);
+    expect(again.body.error.code).toBe("RATE_LIMITED");
+    // The dispatcher refused it; its wait crosses gRPC to the gateway's answer.
+    expect(Number(again.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  });
+
   it("refuses endpoints to free orgs and unknown fields", async () => {
     const { key } = await createOrg(system.env, "free", "Free endpoints");
     const call = api(system.gatewayUrl, key);
