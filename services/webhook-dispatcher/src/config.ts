@@ -26,7 +26,7 @@ export const configSchema = commonConfigSchema
    * Auto-disable: an endpoint whose deliveries have all failed for this long (and at least
    * WEBHOOK_DISABLE_MIN_FAILURES of them) is disabled (docs/webhooks.md, "Auto-disable").
    */
-  WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().positive().default(24 * 60 * 60 * 1000),
+  WEBHOOK_DISABLE_AFTER: env.duration("24h"),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
   /** Endpoints per org, the default one included. */
   WEBHOOK_ENDPOINTS_MAX: z.coerce.number().int().positive().default(20),

@@ -92,7 +92,7 @@ export async function startDispatcherService(
     db,
     endpoints,
     logger,
-    windowMs: config.WEBHOOK_DISABLE_AFTER_MS,
+    windowMs: config.WEBHOOK_DISABLE_AFTER,
     minFailures: config.WEBHOOK_DISABLE_MIN_FAILURES,
     wake: () => wakeSender(),
   });

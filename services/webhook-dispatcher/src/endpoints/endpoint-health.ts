@@ -24,7 +24,7 @@ export interface EndpointHealthOptions {
   db: DispatcherDb;
   endpoints: EndpointDirectory;
   logger: Logger;
-  /** WEBHOOK_DISABLE_AFTER_MS */
+  /** WEBHOOK_DISABLE_AFTER, in ms */
   windowMs: number;
   /** WEBHOOK_DISABLE_MIN_FAILURES */
   minFailures: number;

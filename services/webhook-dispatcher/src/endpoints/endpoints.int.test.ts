@@ -63,9 +63,10 @@ beforeAll(async () => {
       { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
       {
         WEBHOOK_RETRY_SCHEDULE_MS: "300,300,300",
+        WEBHOOK_EXTENDED_RETRY_SCHEDULE_MS: "300,300,300,300,300",
         WEBHOOK_TIMEOUT_MS: "2000",
         // Auto-disable after 3 failed deliveries, however recent: the window is covered by its own test of the query.
-        WEBHOOK_DISABLE_AFTER_MS: "1",
+        WEBHOOK_DISABLE_AFTER: "1ms",
         WEBHOOK_DISABLE_MIN_FAILURES: "3",
         WEBHOOK_RECOVER_INTERVAL_MS: "60000",
       },
@@ -205,6 +206,28 @@ describe("webhook endpoints", () => {
     // The schedule's own delay is 300 ms; the receiver asked for 3 s.
     expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(2900);
     expect(second!.headers["x-renderbus-attempt"]).toBe("2");
+  });
+
+  it("retries an endpoint on the extended schedule as many times as it has delays, the others on the seed's", async () => {
+    const { orgId } = await orgWithDefault();
+    const failing = () => receiver((_request, response) => response.writeHead(500).end("down"));
+    const [extended, seed] = [await failing(), await failing()];
+    const extendedEndpoint = await client.createEndpoint({ url: extended.url, events: ["job.completed"], retrySchedule: "extended" }, as(orgId));
+    await client.createEndpoint({ url: seed.url, events: ["job.completed"] }, as(orgId));
+    expect(extendedEndpoint.endpoint!.retrySchedule).toBe("extended");
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await extended.waitFor(6, 20_000);
+    await seed.waitFor(4, 20_000);
+    const failed = await eventually(async () => {
+      const { deliveries } = await client.listDeliveries({ limit: 10, status: "failed" }, as(orgId));
+      return deliveries.length === 2 && deliveries;
+    });
+    expect(failed.map((delivery) => [delivery.endpointId === extendedEndpoint.endpoint!.id ? "extended" : "seed", delivery.attempts]).sort()).toEqual([
+      ["extended", 6],
+      ["seed", 4],
+    ]);
+    expect(extended.received.map((request) => request.headers["x-renderbus-attempt"])).toEqual(["1", "2", "3", "4", "5", "6"]);
+    expect(seed.received).toHaveLength(4);
   });
 
   it("disables an endpoint answering 410 at once, tells the endpoints subscribed to endpoint.disabled, and stores later deliveries as skipped", async () => {

@@ -22,15 +22,9 @@ export interface NextState {
 export const RETRY_AFTER_MAX_MS = 60 * 60 * 1000;
 
 /**
- * The `extended` schedule's delays after the seed's (docs/webhooks.md, "Retry schedules"): 10 min, 1 h, 6 h, 24 h,
- * for 8 attempts in all. WEBHOOK_EXTENDED_RETRY_SCHEDULE_MS holds the whole schedule (seed delays first).
- */
-export const EXTENDED_RETRY_TAIL_MS = [10 * 60_000, 60 * 60_000, 6 * 60 * 60_000, 24 * 60 * 60_000] as const;
-
-/**
  * Decides what follows attempt number `chainAttempt` (1-based, within the current chain) of a delivery.
  * With the schedule [5000, 25000, 125000]: after failed attempts 1, 2, 3 the next one is due 5 s, 25 s and 125 s
- * later; after the fourth fails the delivery is failed (seed section 8: three retry delays). A `Retry-After` replaces
+ * later; after the fourth fails the delivery is failed (docs/webhooks.md: three retry delays). A `Retry-After` replaces
  * the scheduled delay (capped at {@link RETRY_AFTER_MAX_MS}); the attempt still counts. A 410 ends the chain.
  */
 export function decideAfterAttempt(chainAttempt: number, outcome: AttemptOutcome, scheduleMs: readonly number[]): NextState {
