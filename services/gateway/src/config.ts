@@ -78,7 +78,7 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(10_000),
   /**
    * How long a cached API key is served before its Redis marks (revoked, org changed) are read again; a key revoked on
-   * another replica whose NATS message this one missed is refused within this time. At most 1,000 (SPEC: a revoked
+   * another replica whose NATS message this one missed is refused within this time. At most 1,000 (the promise: a revoked
    * key is refused by every replica within 1 s); 0 reads the marks on every request.
    */
   AUTH_MARKS_RECHECK_MS: z.coerce.number().int().min(0).max(1_000).default(250),

@@ -40,7 +40,7 @@ const API_KEY_PATTERN = /^rb_[A-Za-z0-9_-]{40,100}$/;
 export const DEFAULT_MAX_CACHED_KEYS = 10_000;
 /**
  * Default time between two reads of a cached key's Redis marks. A key revoked on another replica is refused here
- * within this time even if the NATS message never arrives, inside SPEC's "refused by every replica within 1 s"; a key
+ * within this time even if the NATS message never arrives, inside the promise that an ended credential is refused by every replica within 1 s; a key
  * used at thousands of requests a second costs Redis a few reads a second instead of one per request.
  */
 export const DEFAULT_MARKS_RECHECK_MS = 250;
