@@ -187,6 +187,21 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect(trap.requests[0]!.headers["x-real-ip"]).toBeUndefined();
     });
 
+    it("refuses a body nested deeper than 64 levels with 400 VALIDATION_ERROR before the auth service sees it, whatever its declared type", async () => {
+      trap.requests.length = 0;
+      const deep = `{"email":"a@example.com","password":${"[".repeat(65)}${"]".repeat(65)}}`;
+      for (const contentType of ["application/json", "text/plain", "application/x-www-form-urlencoded"]) {
+        const response = await fetch(`${gateway.url}/auth/sign-in/email`, { method: "POST", headers: { "content-type": contentType }, body: deep });
+        expect(response.status, contentType).toBe(400);
+        expect(await response.json()).toEqual({ error: { code: "VALIDATION_ERROR", message: "body: nested deeper than 64 levels" } });
+      }
+      expect(trap.requests).toEqual([]);
+      // 64 levels are forwarded.
+      const allowed = await fetch(`${gateway.url}/auth/sign-in/email`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"a":${"[".repeat(63)}${"]".repeat(63)}}` });
+      expect(allowed.status).toBe(200);
+      expect(trap.requests).toHaveLength(1);
+    });
+
     it("answers 503 SERVICE_UNAVAILABLE when the auth service does not answer within AUTH_PROXY_TIMEOUT_MS", async () => {
       const response = await fetch(`${gateway.url}/auth/stall`);
       expect(response.status).toBe(503);

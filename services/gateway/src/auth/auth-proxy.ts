@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, serviceUnavailable } from "@renderbus/errors";
 import type { GatewayDeps } from "../deps.js";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../http/json-depth.js";
 import { authUpstreamUrl } from "./auth-upstream-url.js";
 import { AuthAbuseLimits } from "./auth-abuse-limits.js";
 
@@ -20,7 +21,14 @@ export async function registerAuthProxy(app: FastifyInstance, deps: GatewayDeps)
   const limits = new AuthAbuseLimits(deps.redis, deps.config);
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+    // Forwarded as bytes, but the nesting limit holds here as on every route: the auth service parses JSON bodies,
+    // whatever their declared type (a form body is checked too when it looks like JSON).
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (request, body, done) => {
+      if (looksLikeJson(request.headers["content-type"], body as Buffer) && exceedsJsonDepth((body as Buffer).toString("utf8"))) {
+        return done(new AppError("VALIDATION_ERROR", `body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+      }
+      done(null, body);
+    });
     const forward = async (request: FastifyRequest, reply: FastifyReply) => {
       const target = authUpstreamUrl(request.raw.url ?? "", deps.config.AUTH_HTTP_URL);
       if (!target) throw new AppError("NOT_FOUND", "No such auth route");
@@ -58,4 +66,14 @@ export async function registerAuthProxy(app: FastifyInstance, deps: GatewayDeps)
     scope.all("/auth/*", forward);
     scope.all("/.well-known/*", forward);
   });
+}
+
+/** A body declared JSON, or whose first character other than whitespace opens an array or object. */
+function looksLikeJson(contentType: string | undefined, body: Buffer): boolean {
+  if (contentType && /json/i.test(contentType)) return true;
+  for (const byte of body) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b || byte === 0x5b;
+  }
+  return false;
 }
