@@ -242,6 +242,25 @@ describe("outbox relay", () => {
     }
   });
 
+  it("lets a shutdown wait at most the given time for the drain when NATS does not answer, and keeps the rows", async () => {
+    const setup = await setUp("relay_stuck");
+    // A broker that acknowledges no publish: each times out after 1 s, as nats.js does after its own timeout.
+    const timesOut = () => new Promise((_resolve, reject) => setTimeout(() => reject(new Error("TIMEOUT")), 1000));
+    const stuck = new Proxy(setup.bus, { get: (target, property, receiver) => (property === "publish" ? timesOut : Reflect.get(target, property, receiver)) });
+    const relay = await startOutboxRelay({ pool: setup.database.pool, schema: setup.schema, bus: stuck, pollIntervalMs: 60_000 });
+    try {
+      await setup.database.db.transaction().execute(async (trx) => {
+        const [event] = await appendToStream(trx, "stuck-1", 0, [{ type: "tick", data: {} }]);
+        await enqueueOutbox(trx, [{ messageId: event!.eventId, subject: "relaytest.events.tick", body: event!.data }]);
+      });
+      const outcome = await Promise.race([relay.drained(300).then(() => "gave up waiting"), new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5000))]);
+      expect(outcome).toBe("gave up waiting");
+      expect(await outboxCount(setup)).toBe(1);
+    } finally {
+      await relay.stop();
+    }
+  });
+
   it("publishes at once after its LISTEN connection was lost, not on its next poll", async () => {
     const setup = await setUp("relay_relisten");
     const relay = await startOutboxRelay({ pool: setup.database.pool, schema: setup.schema, bus: setup.bus, pollIntervalMs: 120_000 });

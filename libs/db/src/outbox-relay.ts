@@ -19,8 +19,12 @@ export interface OutboxRelayOptions {
 }
 
 export interface OutboxRelay {
-  /** Resolves once the outbox is empty (used by tests and graceful shutdown). */
-  drained(): Promise<void>;
+  /**
+   * Resolves once the outbox is empty (used by tests and graceful shutdown), or after `timeoutMs` when given: a
+   * shutdown must not hang on an unreachable NATS, and rows left behind are published by the next relay (same msg
+   * ids, deduplicated by JetStream).
+   */
+  drained(timeoutMs?: number): Promise<void>;
   /** Current number of unpublished rows (for metrics). */
   backlog(): Promise<number>;
   stop(): Promise<void>;
@@ -124,9 +128,10 @@ export async function startOutboxRelay({
   })();
 
   return {
-    drained: () =>
+    drained: (timeoutMs) =>
       new Promise<void>((resolve) => {
         idleWaiters.push(resolve);
+        if (timeoutMs !== undefined) setTimeout(resolve, timeoutMs).unref();
         signal();
       }),
     backlog: async () => {

@@ -107,9 +107,8 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
       await retention.stop();
       await scheduler.stop();
       await deliveries.stop();
-      // Publish what is committed before leaving, but never hang shutdown on an unreachable NATS: rows left in the
-      // outbox are published by the next relay (same msg ids, deduplicated by JetStream).
-      await Promise.race([relay.drained(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      // Publish what is committed before leaving, for at most 5 s (an unreachable NATS must not hang shutdown).
+      await relay.drained(5000);
       await relay.stop();
       await bus.close();
       creditCheck.close();

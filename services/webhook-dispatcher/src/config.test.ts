@@ -20,6 +20,7 @@ describe("dispatcher config", () => {
     expect(config.WEBHOOK_DISABLE_MIN_FAILURES).toBe(20);
     expect(config.WEBHOOK_ENDPOINTS_MAX).toBe(20);
     expect(config.WEBHOOK_RECOVER_MAX).toBe(10_000);
+    expect(config.DATABASE_MAX_CONNECTIONS).toBe(20);
   });
 
   it("reads WEBHOOK_DISABLE_AFTER as a duration with its unit, and refuses a bare number", () => {

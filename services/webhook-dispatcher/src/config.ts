@@ -27,6 +27,8 @@ export const configSchema = commonConfigSchema
    * WEBHOOK_DISABLE_MIN_FAILURES of them) is disabled (docs/webhooks.md, "Auto-disable").
    */
   WEBHOOK_DISABLE_AFTER: env.duration("24h"),
+  /** PostgreSQL pool size per replica: the claim loop, the ingest's group commits and the attempts' writes share it. */
+  DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(20),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
   /** Endpoints per org, the default one included. */
   WEBHOOK_ENDPOINTS_MAX: z.coerce.number().int().positive().default(20),

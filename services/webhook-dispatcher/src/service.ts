@@ -51,7 +51,7 @@ export async function startDispatcherService(
   const database = createDatabase<DispatcherTables>({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
-    maxConnections: 20,
+    maxConnections: config.DATABASE_MAX_CONNECTIONS,
     applicationName: "webhook-dispatcher",
     idleInTransactionTimeoutMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   });
@@ -190,7 +190,8 @@ export async function startDispatcherService(
       await consumer.stop();
       await sender.stop();
       await announcer.stop();
-      await relay.drained();
+      // Publish what is committed before leaving, for at most 5 s (an unreachable NATS must not hang shutdown).
+      await relay.drained(5000);
       await relay.stop();
       stopListening();
       stopForgettingOnReconnect();
