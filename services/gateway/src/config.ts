@@ -42,11 +42,13 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   AUTH_PROXY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /**
    * Abuse limits on `/auth/*`, counted in Redis across replicas: at most N attempts in any rolling window of
-   * AUTH_LIMIT_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After. Sign-in counts per account (successful
-   * sign-ins are given back) and per client IP; sign-up, OAuth client registration and password reset per client IP.
+   * AUTH_LIMIT_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After. Sign-in counts per account and client IP,
+   * per account over every IP (successful sign-ins are given back to both) and per client IP; sign-up, OAuth client
+   * registration and password reset per client IP.
    */
   AUTH_LIMIT_WINDOW_SECONDS: z.coerce.number().int().positive().default(900),
   AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: z.coerce.number().int().positive().default(5),
+  AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT: z.coerce.number().int().positive().default(100),
   AUTH_SIGN_IN_PER_IP_LIMIT: z.coerce.number().int().positive().default(50),
   AUTH_SIGN_UP_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),

@@ -3,6 +3,7 @@ import { authBudgetsOf, type AuthAttempt } from "./auth-abuse-limits.js";
 
 const config = {
   AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: 5,
+  AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT: 100,
   AUTH_SIGN_IN_PER_IP_LIMIT: 50,
   AUTH_SIGN_UP_PER_IP_LIMIT: 20,
   AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: 20,
@@ -22,9 +23,17 @@ const subjects = (value: AuthAttempt) => authBudgetsOf(value, config).map((budge
 
 describe("which /auth requests spend which abuse budget", () => {
   it("charges an email sign-in to its account and its client IP", () => {
-    expect(names(attempt({}))).toEqual(["sign-in-account", "sign-in-ip"]);
+    expect(names(attempt({}))).toEqual(["sign-in-account-ip", "sign-in-account", "sign-in-ip"]);
     expect(authBudgetsOf(attempt({}), config)[0]).toMatchObject({ limit: 5, refundOnSuccess: true });
-    expect(subjects(attempt({}))[0]).not.toContain("ada@example.com");
+    expect(authBudgetsOf(attempt({}), config)[1]).toMatchObject({ limit: 100, refundOnSuccess: true });
+    expect(subjects(attempt({})).join(" ")).not.toContain("ada@example.com");
+  });
+
+  it("locks an account per client IP, so another address's guesses do not lock its owner out (only the looser all-IPs budget is shared)", () => {
+    const [here, there] = [authBudgetsOf(attempt({}), config), authBudgetsOf(attempt({ ip: "198.51.100.7" }), config)];
+    expect(here[0]!.subject).not.toBe(there[0]!.subject);
+    expect(here[1]!.subject).toBe(there[1]!.subject);
+    expect(here[2]!.subject).not.toBe(there[2]!.subject);
   });
 
   it("counts one account however its address or the path is spelled", () => {
@@ -47,9 +56,9 @@ describe("which /auth requests spend which abuse budget", () => {
 
   it("charges the OAuth sign-in page like a sign-in, and a sign-up there to the sign-up budget as well", () => {
     const form = (fields: Record<string, string>) => attempt({ pathname: "/auth/oauth/sign-in", contentType: "application/x-www-form-urlencoded", body: Buffer.from(new URLSearchParams(fields).toString()) });
-    expect(names(form({ mode: "sign-in", email: "ada@example.com", password: "x" }))).toEqual(["sign-in-account", "sign-in-ip"]);
+    expect(names(form({ mode: "sign-in", email: "ada@example.com", password: "x" }))).toEqual(["sign-in-account-ip", "sign-in-account", "sign-in-ip"]);
     expect(subjects(form({ mode: "sign-in", email: "ada@example.com", password: "x" }))).toEqual(subjects(attempt({})));
-    expect(names(form({ mode: "sign-up", email: "new@example.com", password: "x" }))).toEqual(["sign-in-account", "sign-in-ip", "sign-up-ip"]);
+    expect(names(form({ mode: "sign-up", email: "new@example.com", password: "x" }))).toEqual(["sign-in-account-ip", "sign-in-account", "sign-in-ip", "sign-up-ip"]);
   });
 
   it("charges sign-ups, client registrations and password requests to the client IP", () => {

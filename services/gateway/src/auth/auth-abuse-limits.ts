@@ -6,7 +6,7 @@ import type { GatewayConfig } from "../config.js";
 import { SlidingWindowLimiter } from "./sliding-window-limiter.js";
 
 /** The budgets an `/auth/*` request can be counted against. */
-export type AuthBudgetName = "sign-in-account" | "sign-in-ip" | "sign-up-ip" | "client-registration-ip" | "password-reset-ip";
+export type AuthBudgetName = "sign-in-account-ip" | "sign-in-account" | "sign-in-ip" | "sign-up-ip" | "client-registration-ip" | "password-reset-ip";
 
 /** One budget a request spends from: whose (`subject`), how much there is, and whether success gives it back. */
 export interface AuthBudget {
@@ -30,7 +30,7 @@ export interface AuthAttempt {
 
 type LimitConfig = Pick<
   GatewayConfig,
-  "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT" | "AUTH_SIGN_IN_PER_IP_LIMIT" | "AUTH_SIGN_UP_PER_IP_LIMIT" | "AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT" | "AUTH_PASSWORD_RESET_PER_IP_LIMIT"
+  "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT" | "AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT" | "AUTH_SIGN_IN_PER_IP_LIMIT" | "AUTH_SIGN_UP_PER_IP_LIMIT" | "AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT" | "AUTH_PASSWORD_RESET_PER_IP_LIMIT"
 >;
 
 const PASSWORD_RESET_PATHS = ["/auth/request-password-reset", "/auth/forget-password", "/auth/reset-password", "/auth/change-password"];
@@ -44,8 +44,16 @@ export function authBudgetsOf(attempt: AuthAttempt, config: LimitConfig): AuthBu
   if (attempt.method === "GET" || attempt.method === "HEAD" || attempt.method === "OPTIONS") return [];
   const path = comparablePath(attempt.pathname);
   const ip = clientKeyOf(attempt.ip);
+  // An account's wrong guesses lock it for the client that made them: counted per account alone, anyone who knows an
+  // email could lock its owner out with five wrong passwords. Guesses spread over many addresses meet the looser
+  // per-account budget, which needs the per-IP budgets of several addresses to spend.
   const signIn = (email: string | undefined): AuthBudget[] => [
-    ...(email ? [{ name: "sign-in-account" as const, subject: `sign-in:account:${accountKeyOf(email)}`, limit: config.AUTH_SIGN_IN_PER_ACCOUNT_LIMIT, refundOnSuccess: true }] : []),
+    ...(email
+      ? [
+          { name: "sign-in-account-ip" as const, subject: `sign-in:account-ip:${accountKeyOf(email)}:${ip}`, limit: config.AUTH_SIGN_IN_PER_ACCOUNT_LIMIT, refundOnSuccess: true },
+          { name: "sign-in-account" as const, subject: `sign-in:account:${accountKeyOf(email)}`, limit: config.AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT, refundOnSuccess: true },
+        ]
+      : []),
     { name: "sign-in-ip", subject: `sign-in:ip:${ip}`, limit: config.AUTH_SIGN_IN_PER_IP_LIMIT, refundOnSuccess: false },
   ];
   const signUp: AuthBudget[] = [{ name: "sign-up-ip", subject: `sign-up:ip:${ip}`, limit: config.AUTH_SIGN_UP_PER_IP_LIMIT, refundOnSuccess: false }];
@@ -128,6 +136,7 @@ export class AuthAbuseLimits {
 
 function rateLimitedMessage(name: AuthBudgetName): string {
   switch (name) {
+    case "sign-in-account-ip":
     case "sign-in-account":
       return "Too many sign-in attempts for this account; retry later";
     case "sign-in-ip":

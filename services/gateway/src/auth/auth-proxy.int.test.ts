@@ -246,6 +246,20 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect((await fetch(`${second.url}/auth/sign-in/email/`, json({ email, password }))).status).toBe(429);
     });
 
+    it("locks an account only for the address that guessed wrong; the owner elsewhere still signs in, until the all-IPs budget is spent", async () => {
+      const behindProxy = await startGateway({ NATS_NAMESPACE: testNamespace("authlockout"), TRUSTED_PROXIES: "127.0.0.1", AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT: "8" });
+      const email = await signUp(behindProxy);
+      const from = (ip: string, guess: string) =>
+        fetch(`${behindProxy.url}/auth/sign-in/email`, { method: "POST", headers: { "content-type": "application/json", origin: PUBLIC_URL, "x-forwarded-for": ip }, body: JSON.stringify({ email, password: guess }) });
+      const attacker: number[] = [];
+      for (let attempt = 0; attempt < 6; attempt++) attacker.push((await from("198.51.100.66", `wrong guess ${attempt}`)).status);
+      expect(attacker).toEqual([401, 401, 401, 401, 401, 429]);
+      expect((await from("203.0.113.5", password)).status).toBe(200);
+      // Guesses from more addresses: 5 counted above, 3 more spend the account's budget of 8 over every address.
+      for (const ip of ["198.51.100.67", "198.51.100.68", "198.51.100.69"]) expect((await from(ip, "wrong guess")).status).toBe(401);
+      expect((await from("203.0.113.6", password)).status).toBe(429);
+    });
+
     it("does not count successful sign-ins against the account", async () => {
       const email = await signUp(first);
       for (let attempt = 0; attempt < 7; attempt++) {
