@@ -1,9 +1,9 @@
 import type { Readable } from "node:stream";
-import { DeleteObjectsCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import { S3Store } from "@tus/s3-store";
 import { DataStore, Upload, type KvStore } from "@tus/utils";
 import type { S3ObjectStoreOptions } from "@renderbus/storage";
-import { createTusUploadStore } from "./tus-upload-store.js";
+import { createTusUploadStore, KEPT_SUFFIX, keptUntilOf } from "./tus-upload-store.js";
 import type { UploadStore } from "./upload-store.js";
 
 /** The longest wait for a connection to the service, and the longest silence inside one request (as outputs). */
@@ -58,7 +58,7 @@ class PrefixedDataStore extends DataStore {
     } catch (error) {
       if ((error as { status_code?: number }).status_code !== 404) throw error;
     }
-    await this.deleteKeys([key, `${key}${INFO_SUFFIX}`, `${key}.part`]);
+    await this.deleteKeys([key, `${key}${INFO_SUFFIX}`, `${key}.part`, `${key}${KEPT_SUFFIX}`]);
   }
 
   override write(stream: Readable, id: string, offset: number): Promise<number> {
@@ -95,7 +95,8 @@ const noCache: KvStore<never> = { get: async () => undefined, set: async () => u
 
 /**
  * Uploads in a bucket of any S3-compatible service (`@tus/s3-store`): each upload is a multipart upload to
- * `<prefix><id>` completed with its last byte, its record in `<prefix><id>.info`. Gateway replicas and workers on any
+ * `<prefix><id>` completed with its last byte, its record in `<prefix><id>.info`, the "kept until" mark of an upload a
+ * job named in `<prefix><id>.kept`. Gateway replicas and workers on any
  * machine reach the same uploads, no shared volume (docs/uploads.md).
  */
 export function createS3UploadStore(options: S3UploadStoreOptions): UploadStore {
@@ -136,5 +137,23 @@ export function createS3UploadStore(options: S3UploadStoreOptions): UploadStore 
     } while (token);
     return ids;
   };
-  return createTusUploadStore({ dataStore, retentionMs: options.retentionMs, listIds });
+  const markKey = (id: string) => `${prefix}${id}${KEPT_SUFFIX}`;
+  return createTusUploadStore({
+    dataStore,
+    retentionMs: options.retentionMs,
+    listIds,
+    readMark: async (id) => {
+      try {
+        const object = await client.send(new GetObjectCommand({ Bucket: options.bucket, Key: markKey(id) }));
+        return keptUntilOf(await object.Body?.transformToString());
+      } catch (error) {
+        if (error instanceof NoSuchKey || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return undefined;
+        throw error;
+      }
+    },
+    writeMark: async (id, until) => {
+      await client.send(new PutObjectCommand({ Bucket: options.bucket, Key: markKey(id), Body: String(until), ContentType: "text/plain" }));
+    },
+    removeMark: (id) => deleteKeys([markKey(id)]),
+  });
 }

@@ -5,6 +5,15 @@ import { Upload, type DataStore } from "@tus/utils";
 import { isId, newId, timeOfId } from "@renderbus/ids";
 import { UPLOAD_ORG_METADATA, type UploadDescription, type UploadStore } from "./upload-store.js";
 
+/** Beside an upload's objects, the mark saying how long a job needs it kept (epoch ms, as text). */
+export const KEPT_SUFFIX = ".kept";
+
+/** A mark's text as epoch ms; anything else (an empty or garbled mark) as no mark. */
+export function keptUntilOf(text: string | undefined): number | undefined {
+  if (text === undefined || !/^\d{1,15}$/.test(text.trim())) return undefined;
+  return Number(text.trim());
+}
+
 /** A tus data store that also reads an upload back (both `@tus/file-store` and `@tus/s3-store` do). */
 export type ReadableDataStore = DataStore & { read(id: string): Readable | Promise<Readable> };
 
@@ -15,6 +24,13 @@ export interface TusUploadStoreParts {
   retentionMs: number;
   /** Every upload id the store holds (for the retention sweep). */
   listIds(): Promise<string[]>;
+  /**
+   * The "kept until" marks of uploads jobs named, beside the uploads (never in tus' own record, whose metadata a
+   * client writes at creation). `readMark` answers undefined without one; `removeMark` ignores a missing one.
+   */
+  readMark(id: string): Promise<number | undefined>;
+  writeMark(id: string, until: number): Promise<void>;
+  removeMark(id: string): Promise<void>;
   /** Copies a finished upload to a local file; default: a stream of `dataStore.read(id)` into it. */
   copyTo?(id: string, destination: string): Promise<void>;
 }
@@ -39,6 +55,7 @@ export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
     if (!orgId) return undefined;
     const createdAt = upload.creation_date ? Date.parse(upload.creation_date) : timeOfId(id);
     const size = upload.size ?? null;
+    const keptUntil = await parts.readMark(id);
     return {
       id,
       orgId,
@@ -46,7 +63,7 @@ export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
       offset: upload.offset,
       complete: size !== null && upload.offset === size,
       createdAt,
-      expiresAt: createdAt + retentionMs,
+      expiresAt: Math.max(createdAt + retentionMs, keptUntil ?? 0),
       filename: upload.metadata?.filename ?? null,
     };
   };
@@ -71,19 +88,25 @@ export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
       if (parts.copyTo) return parts.copyTo(id, destination);
       await pipeline(await dataStore.read(id), createWriteStream(destination));
     },
+    keepUntil: async (id, until) => {
+      if (!isId("upload", id)) throw new Error(`${id} is not an upload id`);
+      const kept = await parts.readMark(id);
+      if (kept === undefined || kept < until) await parts.writeMark(id, until);
+    },
     deleteExpired: async (now = Date.now()) => {
       // tus' own deleteExpired keeps finished uploads forever; ours end with their retention either way.
       let deleted = 0;
       for (const id of await parts.listIds()) {
         const upload = await describe(id);
-        const createdAt = upload?.createdAt ?? (isId("upload", id) ? timeOfId(id) : undefined);
-        if (createdAt === undefined || createdAt + retentionMs > now) continue;
+        const expiresAt = upload?.expiresAt ?? (isId("upload", id) ? timeOfId(id) + retentionMs : undefined);
+        if (expiresAt === undefined || expiresAt > now) continue;
         try {
           await dataStore.remove(id);
           deleted += 1;
         } catch {
           // removed meanwhile (another replica's sweep, a client's DELETE)
         }
+        await parts.removeMark(id).catch(() => undefined);
       }
       return deleted;
     },

@@ -92,6 +92,35 @@ export function uploadStoreContract(makeStore: (retentionMs: number) => Promise<
     expect(await store.describe(id)).toBeUndefined();
   });
 
+  it("keeps an upload a job named past its retention, until its mark, never shorter, then deletes it and its mark", async () => {
+    const store = await makeStore(24 * HOUR);
+    const used = await store.createComplete({ orgId: "org_a", bytes: Buffer.from("used") });
+    const unused = (await store.createComplete({ orgId: "org_a", bytes: Buffer.from("unused") })).id;
+    const keptUntil = used.createdAt + 7 * 24 * HOUR;
+    await store.keepUntil(used.id, keptUntil);
+    await store.keepUntil(used.id, used.createdAt + 48 * HOUR); // a later, shorter use does not shorten it
+    expect((await store.describe(used.id))!.expiresAt).toBe(keptUntil);
+    expect((await store.describe(unused))!.expiresAt).toBe((await store.describe(unused))!.createdAt + 24 * HOUR);
+    expect(await store.deleteExpired(used.createdAt + 25 * HOUR)).toBe(1);
+    expect(await store.describe(unused)).toBeUndefined();
+    expect(await store.describe(used.id)).toMatchObject({ complete: true, expiresAt: keptUntil });
+    expect(await store.deleteExpired(keptUntil + 1)).toBe(1);
+    expect(await store.describe(used.id)).toBeUndefined();
+    await expect(store.keepUntil("../etc/passwd", keptUntil)).rejects.toThrow();
+  });
+
+  it("forgets an upload's mark with the upload when a client deletes it", async () => {
+    const store = await makeStore(24 * HOUR);
+    const id = await started(store, 4);
+    await store.keepUntil(id, Date.now() + 7 * 24 * HOUR);
+    await store.dataStore.remove(id);
+    expect(await store.describe(id)).toBeUndefined();
+    // Made again under the same id (only a test can), it has its own retention, not the old mark.
+    await store.dataStore.create(new Upload({ id, size: 1, offset: 0, metadata: { orgId: "org_a" } }));
+    const again = await store.describe(id);
+    expect(again!.expiresAt - again!.createdAt).toBe(24 * HOUR);
+  });
+
   it("deletes uploads past their retention, finished or not, and keeps younger ones", async () => {
     const store = await makeStore(24 * HOUR);
     const done = (await store.createComplete({ orgId: "org_a", bytes: Buffer.from("done") })).id;

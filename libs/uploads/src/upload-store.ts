@@ -16,6 +16,7 @@ export interface UploadDescription {
   offset: number;
   complete: boolean;
   createdAt: number;
+  /** `createdAt` plus the retention, or later when a job named it (see {@link UploadStore.keepUntil}). */
   expiresAt: number;
   /** The file name the client gave (tus metadata `filename`, as tus-js-client sends it), or null. */
   filename: string | null;
@@ -29,7 +30,7 @@ export interface UploadDescription {
 export interface UploadStore {
   /** The tus data store `@tus/server` writes through. */
   readonly dataStore: DataStore;
-  /** How long an upload is kept after its creation, in milliseconds (UPLOAD_RETENTION_HOURS). */
+  /** How long an upload is kept after its creation, in milliseconds (UPLOAD_RETENTION_HOURS), unless used. */
   readonly retentionMs: number;
   /** The upload, or undefined when there is none (or `id` is not an upload id). */
   describe(id: string): Promise<UploadDescription | undefined>;
@@ -39,6 +40,11 @@ export interface UploadStore {
   createComplete(options: { orgId: string; bytes: Buffer; filename?: string }): Promise<UploadDescription>;
   /** Copies a stored upload's bytes to `destination` (a local file). @throws when the upload is gone. */
   copyTo(id: string, destination: string): Promise<void>;
-  /** Deletes uploads created before `now - retentionMs`, finished or not; returns how many. */
+  /**
+   * Keeps an upload at least until `until` (epoch ms): a job named it, and reads it only when a worker starts the job,
+   * which may be after the upload's own retention. Never shortens what an upload is kept for.
+   */
+  keepUntil(id: string, until: number): Promise<void>;
+  /** Deletes uploads whose `expiresAt` has passed, finished or not; returns how many. */
   deleteExpired(now?: number): Promise<number>;
 }

@@ -65,8 +65,13 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
    * `uploads/` of S3_BUCKET and this is unused.
    */
   UPLOAD_DIR: z.string().default(".data/uploads"),
-  /** Hours an upload is kept after its creation, finished or not; a job must be submitted with it before then. */
+  /** Hours an upload is kept after its creation, finished or not, unless a job names it; a job must name it before then. */
   UPLOAD_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  /**
+   * Hours an upload is kept after a job named it (the latest such job counts), so a job still queued past the upload's
+   * own retention finds it; the outputs' retention by default.
+   */
+  UPLOAD_KEEP_AFTER_USE_HOURS: z.coerce.number().positive().default(168),
   /**
    * With STORAGE=s3, how `/outputs` links deliver: `redirect` (302 to a presigned URL of the store, the bytes skip
    * the gateway; clients must reach S3_PUBLIC_ENDPOINT or S3_ENDPOINT) or `stream` (through the gateway).

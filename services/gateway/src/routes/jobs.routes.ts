@@ -53,7 +53,7 @@ export const jobRoutes = [
     response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "");
+      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "", { keepMs: deps.config.UPLOAD_KEEP_AFTER_USE_HOURS * 3_600_000 });
       const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       if (response.replayed) reply.header("Idempotent-Replayed", "true");
       return { data: presentJob(response.job!) };
@@ -151,7 +151,7 @@ export const jobRoutes = [
     response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`);
+      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`, { keepMs: deps.config.UPLOAD_KEEP_AFTER_USE_HOURS * 3_600_000 });
       const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       return { data: { id: batch.id, jobCount: batch.jobCount, jobIds: batch.jobIds, status: batch.status } };
     },

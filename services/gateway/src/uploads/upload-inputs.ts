@@ -3,18 +3,22 @@ import { isUploadId } from "@renderbus/job-types";
 import type { UploadStore } from "@renderbus/uploads";
 
 /**
- * Checks the upload ids among jobs' inputs before the jobs are submitted: each must be an upload of `orgId`,
- * complete and not expired (docs/uploads.md). Other inputs (URLs) are the jobs service's to check.
- * @param prefix of the field names in messages: "" for one job, "jobs[i]." for the i-th job of a batch.
- * @throws AppError VALIDATION_ERROR naming the input (an upload of another org reads as an unknown one).
+ * Checks the upload ids among jobs' inputs before the jobs are submitted, and keeps each named upload for `keepMs`
+ * from now: each must be an upload of `orgId`, complete and not expired (docs/uploads.md). A job reads its uploads
+ * only when a worker starts it, which may be after the upload's own 24 h, so an upload a job names is kept longer
+ * (UPLOAD_KEEP_AFTER_USE_HOURS). Other inputs (URLs) are the jobs service's to check.
+ * @param prefixOf of the field names in messages: "" for one job, "jobs[i]." for the i-th job of a batch.
+ * @throws AppError VALIDATION_ERROR naming the input (an upload of another org reads as an unknown one); nothing is
+ * kept longer then.
  */
 export async function checkUploadInputs(
   uploads: UploadStore,
   orgId: string,
   specs: { inputs: Record<string, string> }[],
   prefixOf: (index: number) => string,
-  now = Date.now(),
+  { keepMs, now = Date.now() }: { keepMs: number; now?: number },
 ): Promise<void> {
+  const named = new Set<string>();
   for (const [index, spec] of specs.entries()) {
     for (const [name, value] of Object.entries(spec.inputs)) {
       if (!isUploadId(value)) continue;
@@ -23,6 +27,9 @@ export async function checkUploadInputs(
       if (!upload || upload.orgId !== orgId) throw validationError(`${field}: upload ${value} not found`);
       if (upload.expiresAt <= now) throw validationError(`${field}: upload ${value} has expired`);
       if (!upload.complete) throw validationError(`${field}: upload ${value} is not complete (${upload.offset} of ${upload.size ?? "?"} bytes received)`);
+      named.add(value);
     }
   }
+  // Before the jobs exist: a sweep between their submission and this mark would otherwise delete what they need.
+  for (const id of named) await uploads.keepUntil(id, now + keepMs);
 }

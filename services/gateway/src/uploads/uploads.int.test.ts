@@ -28,7 +28,7 @@ interface Caller {
   context: auth.AuthContext;
 }
 
-async function startGateway(plans: Record<string, auth.AuthContext["plan"]>, services: FakeServices = {}) {
+async function startGateway(plans: Record<string, auth.AuthContext["plan"]>, services: FakeServices = {}, env: Record<string, string> = {}) {
   const callers: Record<string, Caller> = {};
   for (const [name, plan] of Object.entries(plans)) callers[name] = { key: newApiKey(), context: authContextOf({ plan }) };
   gateway = await gatewayWithFakes({
@@ -40,7 +40,7 @@ async function startGateway(plans: Record<string, auth.AuthContext["plan"]>, ser
         return caller.context;
       },
     },
-  }, { PLANS_JSON: JSON.stringify({ free: { requestsPerMinute: 1000 }, pro: { requestsPerMinute: 1000 } }) });
+  }, { PLANS_JSON: JSON.stringify({ free: { requestsPerMinute: 1000 }, pro: { requestsPerMinute: 1000 } }), ...env });
   await gateway.app.listen({ port: 0, host: "127.0.0.1" });
   const address = gateway.app.server.address() as net.AddressInfo;
   const base = `http://127.0.0.1:${address.port}`;
@@ -221,6 +221,35 @@ describe("upload ids as job inputs", () => {
     const accepted = await submit(callers.alice!, id);
     expect(accepted.status).toBe(201);
     expect(submitted).toEqual([expect.objectContaining({ inputs: { source: id } })]);
+    // Named by a job, it is kept a week from now (UPLOAD_KEEP_AFTER_USE_HOURS), not 24 h from its creation.
+    const kept = (await jsonOf(await call(callers.alice!, "GET", `/uploads/${id}`))).data;
+    expect(kept.expiresAt).toBeGreaterThan(Date.now() + 167 * 3_600_000);
+  });
+
+  it("refuses an expired upload naming the input, and keeps one a job named past its own retention until the sweep", async () => {
+    const jobs = {
+      submitJob: async (request: any) =>
+        ({ job: { id: "job_1", orgId: "org_x", type: "transcode", status: "waiting", inputs: request.job.inputs, params: {}, metadata: {}, timing: { createdAt: 1 }, webhookDeliveries: [] }, replayed: false }) as any,
+    };
+    // Uploads live 1.8 s unless used; used ones 1 h.
+    const { callers, call, create } = await startGateway({ alice: "pro" }, { jobs }, { UPLOAD_RETENTION_HOURS: "0.0005", UPLOAD_KEEP_AFTER_USE_HOURS: "1" });
+    const complete = async () => {
+      const { id } = await create(callers.alice!, 2);
+      await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "0", "content-type": "application/offset+octet-stream" }, "ok");
+      return id;
+    };
+    const submit = (source: string) => call(callers.alice!, "POST", "/jobs", { "content-type": "application/json" }, JSON.stringify({ type: "transcode", inputs: { source }, params: {} }));
+    const [unused, used] = [await complete(), await complete()];
+    expect((await submit(used)).status).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+
+    const expired = await submit(unused);
+    expect(expired.status).toBe(400);
+    expect((await jsonOf(expired)).error).toEqual({ code: "VALIDATION_ERROR", message: `inputs.source: upload ${unused} has expired` });
+    expect((await submit(used)).status).toBe(201);
+    expect(await gateway!.deps.uploads.deleteExpired()).toBe(1);
+    expect((await call(callers.alice!, "GET", `/uploads/${unused}`)).status).toBe(404);
+    expect((await jsonOf(await call(callers.alice!, "GET", `/uploads/${used}`))).data).toMatchObject({ complete: true });
   });
 });
 
