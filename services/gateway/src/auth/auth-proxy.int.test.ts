@@ -260,6 +260,17 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect((await from("203.0.113.6", password)).status).toBe(429);
     });
 
+    it("answers the auth service's refusals in the API's error envelope: a wrong password, a taken email", async () => {
+      const email = await signUp(first);
+      const wrong = await fetch(`${first.url}/auth/sign-in/email`, json({ email, password: "not the password" }));
+      expect(wrong.status).toBe(401);
+      expect(wrong.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(await wrong.json()).toEqual({ error: { code: "UNAUTHORIZED", message: "Invalid email or password" } });
+      const taken = await fetch(`${first.url}/auth/sign-up/email`, json({ email, password, name: "Again" }));
+      expect(taken.status).toBe(409);
+      expect(((await taken.json()) as { error: { code: string; message: string } }).error).toEqual({ code: "CONFLICT", message: expect.stringMatching(/exists/i) });
+    });
+
     it("does not count successful sign-ins against the account", async () => {
       const email = await signUp(first);
       for (let attempt = 0; attempt < 7; attempt++) {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, serviceUnavailable } from "@renderbus/errors";
 import type { GatewayDeps } from "../deps.js";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../http/json-depth.js";
+import { authErrorEnvelope } from "./auth-error-envelope.js";
 import { authUpstreamUrl } from "./auth-upstream-url.js";
 import { AuthAbuseLimits } from "./auth-abuse-limits.js";
 
@@ -55,12 +56,14 @@ export async function registerAuthProxy(app: FastifyInstance, deps: GatewayDeps)
       }
       await spent.settle(response.status);
 
-      reply.status(response.status);
+      const refused = authErrorEnvelope(target.pathname, response.status, response.headers.get("content-type"), responseBody);
+      reply.status(refused ? refused.httpStatus : response.status);
       response.headers.forEach((value, name) => {
-        if (name !== "set-cookie" && !HOP_BY_HOP.has(name) && name !== "content-encoding") reply.header(name, value);
+        if (name !== "set-cookie" && !HOP_BY_HOP.has(name) && name !== "content-encoding" && !(refused && name === "content-type")) reply.header(name, value);
       });
       const cookies = response.headers.getSetCookie();
       if (cookies.length > 0) reply.header("set-cookie", cookies);
+      if (refused) return reply.type("application/json; charset=utf-8").send(refused.toBody());
       return reply.send(responseBody);
     };
     scope.all("/auth/*", forward);
