@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorQuery } from "./schemas.js";
 import { forbidden } from "@renderbus/errors";
 import { isManagerRole } from "@renderbus/rpc";
 import { defineRoute } from "../http/route.js";
@@ -140,8 +141,7 @@ export const accountRoutes = [
     description: "Ledger entries (grant, reserve, capture, release), newest first, cursor paginated.",
     tag: "billing",
     query: z.strictObject({
-      limit: z.coerce.number().int().min(1).max(100).default(50),
-      cursor: z.string().min(1).max(500).optional(),
+      ...cursorQuery,
     }),
     errors: ["VALIDATION_ERROR"],
     response: page("UsageEntry"),

@@ -6,7 +6,7 @@ import type { GatewayDeps } from "../deps.js";
 import { defineRoute } from "../http/route.js";
 import { list, one, page } from "./response-schemas.js";
 import { presentBatch, presentJob } from "../present/present.js";
-import { idempotencyKeyHeader, jobSpec } from "./schemas.js";
+import { cursorQuery, idempotencyKeyHeader, jobSpec } from "./schemas.js";
 import { parseRequestPart } from "../http/validation.js";
 import { checkUploadInputs } from "../uploads/upload-inputs.js";
 import { jobWaitsOf } from "../jobs-wait/job-waits.js";
@@ -72,8 +72,7 @@ export const jobRoutes = [
       batchId: z.string().min(1).max(100).optional(),
       createdAfter: z.coerce.number().int().nonnegative().optional().describe("epoch ms"),
       createdBefore: z.coerce.number().int().nonnegative().optional().describe("epoch ms"),
-      limit: z.coerce.number().int().min(1).max(100).default(50),
-      cursor: z.string().min(1).max(500).optional(),
+      ...cursorQuery,
     }),
     errors: ["VALIDATION_ERROR"],
     response: page("Job"),
@@ -165,8 +164,7 @@ export const jobRoutes = [
     tag: "batches",
     query: z.strictObject({
       status: z.enum(["running", "completed"]).optional(),
-      limit: z.coerce.number().int().min(1).max(100).default(50),
-      cursor: z.string().min(1).max(500).optional(),
+      ...cursorQuery,
     }),
     errors: ["VALIDATION_ERROR"],
     response: page("Batch"),

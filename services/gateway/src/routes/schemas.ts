@@ -10,6 +10,7 @@ export const noBody = z.strictObject({}).optional();
 /** The query of a route that takes no parameters: any parameter is unknown (400). */
 export const noQuery = z.strictObject({});
 
+/** The paging parameters of every list route (docs/concepts.md, "Pagination"). */
 export const cursorQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().min(1).max(500).optional(),
@@ -29,5 +30,3 @@ export const idempotencyKeyHeader = z
   .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
   .optional();
 
-export const idParam = (name: string, prefix: string) =>
-  z.strictObject({ [name]: z.string().min(1).max(100).describe(`A ${prefix}_ id`) });

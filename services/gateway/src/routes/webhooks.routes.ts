@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorQuery } from "./schemas.js";
 import { defineRoute } from "../http/route.js";
 import { one, page } from "./response-schemas.js";
 import { presentDelivery } from "../present/present.js";
@@ -15,8 +16,7 @@ export const webhookRoutes = [
       status: z.enum(["pending", "succeeded", "failed", "skipped"]).optional(),
       event: z.enum(["job.running", "job.completed", "job.failed", "batch.completed", "webhook.test", "endpoint.disabled", "job.progress"]).optional(),
       jobId: z.string().min(1).max(100).optional(),
-      limit: z.coerce.number().int().min(1).max(100).default(50),
-      cursor: z.string().min(1).max(500).optional(),
+      ...cursorQuery,
     }),
     errors: ["VALIDATION_ERROR"],
     response: page("Delivery"),

@@ -12,9 +12,6 @@ const FORMATS: Record<AudioExtractParams["format"], { extension: string; content
   opus: { extension: "opus", contentType: "audio/ogg", codec: ["-c:a", "libopus"] },
 };
 
-/** The output file extension of an audio.extract job. */
-export const audioExtension = (format: AudioExtractParams["format"]): string => FORMATS[format].extension;
-
 /** The ffmpeg arguments of an audio extraction (pure). */
 export function buildAudioExtractArgs(params: AudioExtractParams, source: string, output: string): string[] {
   const bitrate = params.format === "wav" ? [] : ["-b:a", `${params.bitrate}k`];
