@@ -4,6 +4,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { DEPLOY_AUTHORIZATION_FILE, deployNatsAuthorization, NATS_USERS, natsPasswordVariable } from "@renderbus/bus";
+import { newServiceKeySets, serviceKeyringOf } from "@renderbus/rpc";
 import { SERVICE_NODE_FLAGS } from "@renderbus/testing";
 import { authConfigSchema } from "../services/auth/src/config.js";
 import { gatewayConfigSchema } from "../services/gateway/src/config.js";
@@ -121,7 +122,7 @@ describe("deploy manifests", () => {
     const env = Object.fromEntries((container.env as Doc[]).map((entry) => [entry.name, entry.value]));
     expect(env.SERVICE).toBe(service);
     expect(container.image).toMatch(/^renderbus:/);
-    expect(container.envFrom).toEqual([{ configMapRef: { name: "renderbus-config" } }, { secretRef: { name: "renderbus-secrets" } }]);
+    expect(container.envFrom).toEqual([{ configMapRef: { name: "renderbus-config" } }, { secretRef: { name: "renderbus-secrets" } }, { secretRef: { name: `renderbus-${service}-service-keys` } }]);
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(0);
     const preStop = container.lifecycle?.preStop?.exec?.command as string[];
     expect(preStop[0]).toBe("sleep");
@@ -172,7 +173,7 @@ describe("deploy manifests", () => {
 
   it("keeps secrets in a Secret and tells services to create streams with 3 replicas", () => {
     const secret = named("Secret", "renderbus-secrets")!;
-    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
+    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SECRETS_ENCRYPTION_KEY"]);
     const config = named("ConfigMap", "renderbus-config")!;
     expect(config.data.NATS_REPLICAS).toBe("3");
     for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
@@ -220,6 +221,17 @@ describe("deploy manifests", () => {
     expect(containerOf(serviceDeployment("worker")).livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
   });
 
+  it("gives each service its internal call keys from a Secret of its own, which no other service reads", () => {
+    const keys = newServiceKeySets("k1");
+    for (const service of SERVICES) {
+      const sources = (containerOf(serviceDeployment(service)).envFrom as Doc[]).map((source) => source.secretRef?.name).filter(Boolean);
+      expect(sources, service).toEqual(["renderbus-secrets", `renderbus-${service}-service-keys`]);
+      expect(Object.keys(named("Secret", `renderbus-${service}-service-keys`)!.stringData)).toEqual(["SERVICE_TOKEN_KEYS"]);
+      // Filled with `npm run service-keys`, each Secret passes the production checks (no other service's private key).
+      expect(() => serviceKeyringOf(service, { MODE: "production", SERVICE_TOKEN_KEYS: keys[service] }), service).not.toThrow();
+    }
+  });
+
   it("gives every service a valid configuration in Kubernetes once the Secret's placeholders are replaced", () => {
     const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
     const secrets = {
@@ -227,7 +239,6 @@ describe("deploy manifests", () => {
       OUTPUT_SIGNING_SECRET: "a-real-output-signing-secret",
       SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
       BETTER_AUTH_SECRET: "x".repeat(48),
-      SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"k".repeat(32)}`).join(","),
       S3_ACCESS_KEY_ID: "AKIAREALKEYID",
       S3_SECRET_ACCESS_KEY: "a-real-s3-secret-access-key",
     };
@@ -235,11 +246,12 @@ describe("deploy manifests", () => {
       const own = Object.fromEntries(
         (containerOf(serviceDeployment(service)).env as Doc[]).filter((entry) => entry.value !== undefined).map((entry) => [entry.name, entry.value]),
       );
-      const result = SCHEMAS[service].safeParse({ ...config, ...secrets, ...own });
+      const result = SCHEMAS[service].safeParse({ ...config, ...secrets, SERVICE_TOKEN_KEYS: newServiceKeySets("k1")[service], ...own });
       expect(result.error?.issues ?? [], service).toEqual([]);
     }
     // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
-    const refused = (service: ServiceName) => [...new Set(SCHEMAS[service].safeParse({ ...config, ...named("Secret", "renderbus-secrets")!.stringData }).error?.issues.map((issue) => issue.path.join(".")))].sort();
+    const placeholders = (service: ServiceName) => ({ ...named("Secret", "renderbus-secrets")!.stringData, ...named("Secret", `renderbus-${service}-service-keys`)!.stringData });
+    const refused = (service: ServiceName) => [...new Set(SCHEMAS[service].safeParse({ ...config, ...placeholders(service) }).error?.issues.map((issue) => issue.path.join(".")))].sort();
     expect(refused("auth")).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
     expect(refused("gateway")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
     expect(refused("worker")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
@@ -266,8 +278,9 @@ describe("docker-compose.yml", () => {
     OUTPUT_SIGNING_SECRET: "an-operator-chosen-output-signing-secret",
     SECRETS_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
     BETTER_AUTH_SECRET: "o".repeat(48),
-    SERVICE_TOKEN_KEYS: SERVICES.map((service) => `${service}:k1:${"c".repeat(32)}`).join(","),
     S3_SECRET_ACCESS_KEY: "an-operator-chosen-minio-secret",
+    // `npm run service-keys`: one variable per service.
+    ...Object.fromEntries(Object.entries(newServiceKeySets("c1")).map(([service, value]) => [`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`, value])),
   };
   /** `${NAME:-default}` as compose resolves it with NAME unset, `${NAME:?message}` with NAME exported. */
   const interpolate = (value: unknown) =>
@@ -330,6 +343,13 @@ describe("docker-compose.yml", () => {
       expect(common[secret], secret).toMatch(new RegExp(`^\\$\\{${secret}:\\?set ${secret}\\b[^}]*\\}$`));
     }
     expect(common.SECRETS_ENCRYPTION_KEY).toBeUndefined();
+    // Each service's internal call keys are its own variable, never one value every service reads.
+    expect(common.SERVICE_TOKEN_KEYS).toBeUndefined();
+    for (const service of SERVICES) {
+      const keys = envOf(service).SERVICE_TOKEN_KEYS!;
+      expect(keys, service).toBe(operatorSecrets[`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`]);
+      expect(() => serviceKeyringOf(service, { MODE: "production", SERVICE_TOKEN_KEYS: keys }), service).not.toThrow();
+    }
     expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV [^]*?\bMODE=production\b/m);
   });
 

@@ -64,8 +64,15 @@ const system = await startSystem({
     // The gateway's /readyz also reports the worker: one place says whether the whole demo is up.
     READYZ_HTTP_DEPENDENCIES: `http://127.0.0.1:${workerMetricsPort}/readyz`,
     ALLOW_PRIVATE_ADDRESSES: "true",
-    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|SERVICE_TOKEN_KEYS|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
+    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
   },
+  // Each service its own internal call keys (`npm run service-keys` prints them), never one value for all.
+  serviceEnv: Object.fromEntries(
+    SERVICES.flatMap((service) => {
+      const keys = process.env[`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`];
+      return keys ? [[service, { SERVICE_TOKEN_KEYS: keys }]] : [];
+    }),
+  ),
   onLine: (service, line) => {
     tails.get(service)!.push(line);
     console.log(`${prefix(service)} ${line}`);

@@ -22,7 +22,7 @@ function problemsOf(schema: z.ZodObject, environment: Record<string, string>): s
 
 describe.each(SIGNERS)("%s config: OUTPUT_SIGNING_SECRET", (service, schema) => {
   /** Production needs SERVICE_TOKEN_KEYS too (its own check, libs/rpc); these tests are about OUTPUT_SIGNING_SECRET. */
-  const production = { MODE: "production", SERVICE_TOKEN_KEYS: `${service}:k1:DFtMKpFragqZq4gFa3dFsvjqcm5CBvmh4jkgCipo38E` };
+  const production = { MODE: "production", SERVICE_TOKEN_KEYS: `${service}:k1:private:DFtMKpFragqZq4gFa3dFsvjqcm5CBvmh4jkgCipo38E` };
 
   it("refuses to start in production without it, naming the variable", () => {
     expect(problemsOf(schema, production)).toContain("OUTPUT_SIGNING_SECRET: is a published development value");

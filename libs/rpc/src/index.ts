@@ -4,6 +4,7 @@ export * from "./server.js";
 export * from "./client.js";
 export * from "./health-client.js";
 export * from "./service-keys.js";
+export * from "./service-key-sets.js";
 export * from "./service-tokens.js";
 export * from "./callers.js";
 export * from "./test-callers.js";

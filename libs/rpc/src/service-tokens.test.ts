@@ -2,46 +2,58 @@ import { randomBytes } from "node:crypto";
 import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "@renderbus/config";
-import { devServiceTokenKeys, parseServiceTokenKeys, serviceKeyringOf } from "./service-keys.js";
+import { callersOf, newServiceKeySets } from "./service-key-sets.js";
+import { devServiceTokenKeys, ed25519KeyOf, parseServiceTokenKeys, rawPublicKeyOf, serviceKeyringOf } from "./service-keys.js";
 import { CallTokenError, ServiceIdentity, serviceIdentity } from "./service-tokens.js";
 
-const secret = () => randomBytes(32).toString("base64url");
+/** A fresh key: its `private:` seed and its `public:` key, both base64url. */
+const newKey = () => {
+  const seed = randomBytes(32);
+  return { seed: seed.toString("base64url"), public: rawPublicKeyOf(ed25519KeyOf(seed).publicKey) };
+};
 const AUTH = { userId: "usr_1", orgId: "org_1", plan: "pro", role: "admin", credential: "api_key", apiKeyId: "key_1" };
 
 describe("SERVICE_TOKEN_KEYS", () => {
-  it("lists keys per service, newest first, and keeps colons inside secrets", () => {
-    const keyring = parseServiceTokenKeys(` gateway:k2:${"a".repeat(32)}, gateway:k1:${"b".repeat(30)}:: ,auth:k1:${"c".repeat(40)}`);
-    expect(keyring.get("gateway")?.map((key) => key.kid)).toEqual(["k2", "k1"]);
-    expect(new TextDecoder().decode(keyring.get("gateway")![1]!.secret)).toBe(`${"b".repeat(30)}::`);
-    expect(keyring.get("auth")).toHaveLength(1);
+  it("lists keys per service, newest first: a service's own private key, its callers' public keys", () => {
+    const [g2, g1, a1] = [newKey(), newKey(), newKey()];
+    const keyring = parseServiceTokenKeys(` gateway:k2:public:${g2.public}, gateway:k1:public:${g1.public} ,auth:k1:private:${a1.seed}`);
+    expect(keyring.get("gateway")?.map((key) => [key.kid, key.privateKey === undefined])).toEqual([
+      ["k2", true],
+      ["k1", true],
+    ]);
+    expect(rawPublicKeyOf(keyring.get("auth")![0]!.publicKey)).toBe(a1.public);
+    expect(keyring.get("auth")![0]!.privateKey).toBeDefined();
   });
 
   it.each([
-    ["an unknown service", `billing:k1:${"a".repeat(32)}`, /service must be one of/],
-    ["a short secret", "auth:k1:short", /at least 32 characters/],
-    ["a bad kid", `auth:k/1:${"a".repeat(32)}`, /kid must be/],
-    ["a duplicate kid", `auth:k1:${"a".repeat(32)},auth:k1:${"b".repeat(32)}`, /listed twice/],
+    ["an unknown service", `billing:k1:private:${"a".repeat(43)}`, /service must be one of/],
+    ["a key of the wrong length", `auth:k1:private:${"a".repeat(42)}`, /32 bytes, base64url/],
+    ["a shared secret (the old HS256 form)", `auth:k1:${"a".repeat(43)}`, /service:kid:private:<seed> or service:kid:public:<key>/],
+    ["a bad kid", `auth:k/1:private:${"a".repeat(43)}`, /kid must be/],
+    ["a duplicate kid", `auth:k1:private:${"a".repeat(43)},auth:k1:public:${"b".repeat(43)}`, /listed twice/],
     ["nothing", " , ", /at least one/],
-  ])("refuses %s, without echoing the secret", (_case, value, message) => {
+  ])("refuses %s, without echoing the key", (_case, value, message) => {
     expect(() => parseServiceTokenKeys(value)).toThrow(message);
     try {
       parseServiceTokenKeys(value);
     } catch (error) {
-      expect((error as Error).message).not.toContain("a".repeat(32));
+      expect((error as Error).message).not.toContain("a".repeat(40));
     }
   });
 
   it("derives the same development keys in every process when unset outside production", () => {
     const keyring = serviceKeyringOf("jobs", { MODE: "development" });
-    expect(serviceKeyringOf("jobs", { MODE: "test" })).toEqual(keyring);
+    const publicKeys = (ring: typeof keyring) => [...ring.values()].flat().map((key) => rawPublicKeyOf(key.publicKey));
+    expect(publicKeys(serviceKeyringOf("jobs", { MODE: "test" }))).toEqual(publicKeys(keyring));
     expect([...keyring.keys()].sort()).toEqual(["auth", "gateway", "jobs", "webhook-dispatcher", "worker"]);
   });
 
   it.each([
     ["unset", undefined, /is required in production/],
     ["the development keys", devServiceTokenKeys(), /development key/],
-    ["keys without the service's own", `auth:k1:${secret()}`, /no key for jobs itself/],
-    ["malformed", "jobs:k1:short", /at least 32 characters/],
+    ["keys without the service's own private one", `jobs:k1:public:${newKey().public},gateway:k1:public:${newKey().public}`, /no private key for jobs itself/],
+    ["another service's private key", `jobs:k1:private:${newKey().seed},gateway:k1:private:${newKey().seed}`, /holds the private key of gateway:k1/],
+    ["malformed", "jobs:k1:private:short", /32 bytes/],
   ])("refuses to start in production with SERVICE_TOKEN_KEYS %s", (_case, value, message) => {
     const load = () => serviceKeyringOf("jobs", { MODE: "production", SERVICE_TOKEN_KEYS: value });
     expect(load).toThrow(ConfigError);
@@ -49,22 +61,37 @@ describe("SERVICE_TOKEN_KEYS", () => {
     expect(load).toThrow(message);
   });
 
-  it("accepts real keys in production", () => {
-    expect(serviceKeyringOf("jobs", { MODE: "production", SERVICE_TOKEN_KEYS: `jobs:2026-11:${secret()},gateway:2026-11:${secret()}` }).get("jobs")).toHaveLength(1);
+  it("accepts a deployment's keys in production: each service's set from newServiceKeySets", () => {
+    const sets = newServiceKeySets("2026-12");
+    for (const [service, value] of Object.entries(sets)) {
+      const keyring = serviceKeyringOf(service as keyof typeof sets, { MODE: "production", SERVICE_TOKEN_KEYS: value });
+      expect([...keyring.keys()].sort()).toEqual([service, ...callersOf(service as keyof typeof sets)].sort());
+    }
+  });
+
+  it("gives each service the public keys of the services its caller rules admit, and no one else's", () => {
+    expect(callersOf("gateway")).toEqual([]);
+    expect(callersOf("auth")).toEqual(["gateway", "jobs", "webhook-dispatcher", "worker"]);
+    expect(callersOf("jobs")).toEqual(["gateway", "worker"]);
+    expect(callersOf("webhook-dispatcher")).toEqual(["gateway"]);
+    expect(callersOf("worker")).toEqual([]);
   });
 });
 
 describe("call tokens", () => {
-  const keys = `gateway:g1:${secret()},worker:w1:${secret()},jobs:j1:${secret()}`;
-  const gateway = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: keys });
-  const worker = serviceIdentity("worker", { SERVICE_TOKEN_KEYS: keys });
-  const jobs = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: keys });
+  const [g, w, j] = [newKey(), newKey(), newKey()];
+  const gateway = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:g1:private:${g.seed}` });
+  const worker = serviceIdentity("worker", { SERVICE_TOKEN_KEYS: `worker:w1:private:${w.seed}` });
+  // Jobs holds the gateway's and the worker's public keys only, as deployed.
+  const jobsKeys = `jobs:j1:private:${j.seed},gateway:g1:public:${g.public},worker:w1:public:${w.public}`;
+  const jobs = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: jobsKeys });
   const rejection = (token: string) => jobs.verify(token).then(() => "accepted", (error: unknown) => (error instanceof CallTokenError ? "refused" : String(error)));
+  const now = () => Math.floor(Date.now() / 1000);
 
-  it("carries the tenant: sub is the API key, org, role, plan; aud the callee, iss the caller, kid, at most 60 s", async () => {
+  it("carries the tenant: sub is the API key, org, role, plan; aud the callee, iss the caller, kid, EdDSA, at most 60 s", async () => {
     const token = await gateway.tokenFor("jobs", "/renderbus.jobs.v1.Jobs/GetJob", AUTH);
     const claims = decodeJwt(token);
-    expect(decodeProtectedHeader(token)).toMatchObject({ alg: "HS256", kid: "g1" });
+    expect(decodeProtectedHeader(token)).toMatchObject({ alg: "EdDSA", kid: "g1" });
     expect(claims).toMatchObject({ iss: "gateway", aud: "jobs", sub: "key_1", org: "org_1", role: "admin", plan: "pro" });
     expect(claims.exp! - claims.iat!).toBeLessThanOrEqual(60);
     expect(await jobs.verify(token)).toEqual({ service: "gateway", auth: AUTH });
@@ -77,45 +104,51 @@ describe("call tokens", () => {
     expect(await jobs.verify(token)).toEqual({ service: "worker", auth: undefined });
   });
 
+  it("cannot sign as a caller whose public key it holds", () => {
+    expect(() => new ServiceIdentity("gateway", parseServiceTokenKeys(jobsKeys))).toThrow(/no private key for gateway/);
+  });
+
   it("refuses a token for another audience, an expired one, a forged one and garbage", async () => {
     expect(await rejection(await gateway.tokenFor("auth", "/x/Y", AUTH))).toBe("refused");
-    const gatewayKey = parseServiceTokenKeys(keys).get("gateway")![0]!;
-    const now = Math.floor(Date.now() / 1000);
+    const gatewayKey = ed25519KeyOf(Buffer.from(g.seed, "base64url")).privateKey;
     const expired = await new SignJWT({ org: "org_1", plan: "pro", uid: "usr_1" })
-      .setProtectedHeader({ alg: "HS256", kid: "g1" })
+      .setProtectedHeader({ alg: "EdDSA", kid: "g1" })
       .setIssuer("gateway")
       .setSubject("usr_1")
       .setAudience("jobs")
-      .setIssuedAt(now - 120)
-      .setExpirationTime(now - 60)
-      .sign(gatewayKey.secret);
+      .setIssuedAt(now() - 120)
+      .setExpirationTime(now() - 60)
+      .sign(gatewayKey);
     expect(await rejection(expired)).toBe("refused");
-    const longLived = await new SignJWT({}).setProtectedHeader({ alg: "HS256", kid: "g1" }).setIssuer("gateway").setSubject("gateway").setAudience("jobs").setIssuedAt(now).setExpirationTime(now + 3600).sign(gatewayKey.secret);
+    const longLived = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "g1" }).setIssuer("gateway").setSubject("gateway").setAudience("jobs").setIssuedAt(now()).setExpirationTime(now() + 3600).sign(gatewayKey);
     expect(await rejection(longLived)).toBe("refused");
-    const forged = await new ServiceIdentity("gateway", parseServiceTokenKeys(`gateway:g1:${secret()}`)).tokenFor("jobs", "/x/Y", AUTH);
+    const forged = await new ServiceIdentity("gateway", parseServiceTokenKeys(`gateway:g1:private:${newKey().seed}`)).tokenFor("jobs", "/x/Y", AUTH);
     expect(await rejection(forged)).toBe("refused");
     const [header, , signature] = (await worker.tokenFor("jobs", "/x/Y")).split(".");
-    const claimedGateway = `${header}.${Buffer.from(JSON.stringify({ iss: "gateway", sub: "gateway", aud: "jobs", iat: now, exp: now + 30 })).toString("base64url")}.${signature}`;
+    const claimedGateway = `${header}.${Buffer.from(JSON.stringify({ iss: "gateway", sub: "gateway", aud: "jobs", iat: now(), exp: now() + 30 })).toString("base64url")}.${signature}`;
     expect(await rejection(claimedGateway)).toBe("refused");
     expect(await rejection("not-a-jwt")).toBe("refused");
   });
 
-  it("refuses unsigned (alg none) tokens", async () => {
-    const now = Math.floor(Date.now() / 1000);
+  it("refuses an HS256 token keyed with the caller's public key (algorithm confusion), and unsigned ones", async () => {
+    for (const secret of [Buffer.from(g.public, "base64url"), new TextEncoder().encode(g.public)]) {
+      const confused = await new SignJWT({}).setProtectedHeader({ alg: "HS256", kid: "g1" }).setIssuer("gateway").setSubject("gateway").setAudience("jobs").setIssuedAt(now()).setExpirationTime(now() + 30).sign(secret);
+      expect(await rejection(confused)).toBe("refused");
+    }
     const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
-    const unsigned = `${encode({ alg: "none", kid: "g1" })}.${encode({ iss: "gateway", sub: "gateway", aud: "jobs", iat: now, exp: now + 30 })}.`;
+    const unsigned = `${encode({ alg: "none", kid: "g1" })}.${encode({ iss: "gateway", sub: "gateway", aud: "jobs", iat: now(), exp: now() + 30 })}.`;
     expect(await rejection(unsigned)).toBe("refused");
   });
 
   it("accepts every listed key of an issuer, so a new key can roll out before the old one is dropped", async () => {
-    const [oldKey, newKey] = [secret(), secret()];
-    const before = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:old:${oldKey}` });
-    const after = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:new:${newKey},gateway:old:${oldKey}` });
-    const verifier = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: `jobs:j1:${secret()},gateway:new:${newKey},gateway:old:${oldKey}` });
+    const [oldKey, nextKey] = [newKey(), newKey()];
+    const before = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:old:private:${oldKey.seed}` });
+    const after = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:new:private:${nextKey.seed},gateway:old:private:${oldKey.seed}` });
+    const verifier = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: `jobs:j1:private:${newKey().seed},gateway:new:public:${nextKey.public},gateway:old:public:${oldKey.public}` });
     expect(decodeProtectedHeader(await after.tokenFor("jobs", "/x/Y")).kid).toBe("new");
     await expect(verifier.verify(await before.tokenFor("jobs", "/x/Y"))).resolves.toMatchObject({ service: "gateway" });
     await expect(verifier.verify(await after.tokenFor("jobs", "/x/Y"))).resolves.toMatchObject({ service: "gateway" });
-    const dropped = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: `jobs:j1:${secret()},gateway:new:${newKey}` });
+    const dropped = serviceIdentity("jobs", { SERVICE_TOKEN_KEYS: `jobs:j1:private:${newKey().seed},gateway:new:public:${nextKey.public}` });
     await expect(dropped.verify(await before.tokenFor("jobs", "/x/Y"))).rejects.toBeInstanceOf(CallTokenError);
   });
 });

@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT, type JWTPayload } from "jose";
 import type { AuthContext } from "./auth-context.js";
 import { isServiceName, serviceKeyringOf, type ServiceKey, type ServiceKeyring, type ServiceName } from "./service-keys.js";
@@ -41,12 +42,13 @@ interface TenantClaims extends JWTPayload {
 const epochSeconds = () => Math.floor(Date.now() / 1000);
 
 /**
- * A service's identity on the internal plane: signs the short-lived HS256 JWTs its gRPC calls carry
- * (`iss` = this service, `aud` = the callee, `sub` = the user or API key it acts for, else this service) and verifies
- * the tokens of calls it receives (`aud` must be this service, the issuer's key must be in the keyring).
+ * A service's identity on the internal plane: signs the short-lived EdDSA (Ed25519) JWTs its gRPC calls carry
+ * (`iss` = this service, `aud` = the callee, `sub` = the user or API key it acts for, else this service) with its own
+ * private key, and verifies the tokens of calls it receives with the issuers' public keys (`aud` must be this service,
+ * the issuer's key must be in the keyring). Holding a caller's public key does not let a service sign as that caller.
  */
 export class ServiceIdentity implements CallCredentials {
-  private readonly signingKey: ServiceKey;
+  private readonly signingKey: ServiceKey & { privateKey: KeyObject };
   private readonly signed = new Map<string, { token: string; exp: number }>();
   private readonly verified = new Map<string, { caller: Caller; exp: number }>();
 
@@ -54,8 +56,8 @@ export class ServiceIdentity implements CallCredentials {
     readonly service: ServiceName,
     private readonly keyring: ServiceKeyring,
   ) {
-    const own = keyring.get(service)?.[0];
-    if (!own) throw new Error(`no signing key for ${service}`);
+    const own = keyring.get(service)?.find((key): key is ServiceKey & { privateKey: KeyObject } => key.privateKey !== undefined);
+    if (!own) throw new Error(`no private key for ${service}`);
     this.signingKey = own;
   }
 
@@ -75,13 +77,13 @@ export class ServiceIdentity implements CallCredentials {
         }
       : {};
     const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: "HS256", kid: this.signingKey.kid, typ: "JWT" })
+      .setProtectedHeader({ alg: "EdDSA", kid: this.signingKey.kid, typ: "JWT" })
       .setIssuer(this.service)
       .setSubject(auth ? (auth.apiKeyId ?? auth.userId) : this.service)
       .setAudience(audience)
       .setIssuedAt(now)
       .setExpirationTime(exp)
-      .sign(this.signingKey.secret);
+      .sign(this.signingKey.privateKey);
     if (this.signed.size >= MAX_CACHED_TOKENS) this.signed.clear();
     this.signed.set(cacheKey, { token, exp });
     return token;
@@ -106,8 +108,9 @@ export class ServiceIdentity implements CallCredentials {
     if (!key) throw new CallTokenError(`no key ${issuer}:${kid ?? "(none)"}`);
     let payload: TenantClaims;
     try {
-      ({ payload } = await jwtVerify<TenantClaims>(token, key.secret, {
-        algorithms: ["HS256"],
+      // The algorithm is the key's, never the token's header: an HS256 token "signed" with a public key is refused.
+      ({ payload } = await jwtVerify<TenantClaims>(token, key.publicKey, {
+        algorithms: ["EdDSA"],
         issuer,
         audience: this.service,
         requiredClaims: ["sub", "exp", "iat"],

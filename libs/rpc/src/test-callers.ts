@@ -1,13 +1,14 @@
 import { randomBytes } from "node:crypto";
 import type { AuthContext } from "./auth-context.js";
 import { rpcMethodOf } from "./callers.js";
+import { allPrivateServiceKeys, newServiceKeySets } from "./service-key-sets.js";
 import { devServiceTokenKeys, parseServiceTokenKeys, SERVICE_NAMES, type ServiceName } from "./service-keys.js";
 import { ServiceIdentity, type CallCredentials } from "./service-tokens.js";
 
 /**
  * For tests that drive one service through its gRPC API: signs each call as a caller its method accepts (the gateway
- * for tenant methods, else the first service listed in callers.ts), with the development keys. A production service
- * never holds the other services' keys, so this cannot stand in for them there.
+ * for tenant methods, else the first service listed in callers.ts), with the development keys or `keys` (which must
+ * hold those callers' private keys: {@link productionTestCallerKeys} for a service running with MODE=production).
  */
 export function allowedCallerCredentials(keys: string = devServiceTokenKeys()): CallCredentials {
   const keyring = parseServiceTokenKeys(keys);
@@ -29,10 +30,18 @@ export function devServiceIdentity(service: ServiceName, keys: string = devServi
   return new ServiceIdentity(service, parseServiceTokenKeys(keys));
 }
 
-let productionTestKeys: string | undefined;
+let productionTestSeeds: Record<ServiceName, Buffer> | undefined;
+const testSeeds = () => (productionTestSeeds ??= Object.fromEntries(SERVICE_NAMES.map((service) => [service, randomBytes(32)])) as Record<ServiceName, Buffer>);
 
-/** Real-looking keys of every service, random per test process: for services a test runs with MODE=production. */
-export function productionTestServiceTokenKeys(): string {
-  productionTestKeys ??= SERVICE_NAMES.map((service) => `${service}:test:${randomBytes(32).toString("base64url")}`).join(",");
-  return productionTestKeys;
+/**
+ * SERVICE_TOKEN_KEYS of `service` for a test running it with MODE=production: its own private key and its callers'
+ * public keys, as in a deployment; random per test process.
+ */
+export function productionTestServiceTokenKeys(service: ServiceName): string {
+  return newServiceKeySets("test", testSeeds())[service];
+}
+
+/** The private keys of every service of {@link productionTestServiceTokenKeys}: for a test's stand-in callers. */
+export function productionTestCallerKeys(): string {
+  return allPrivateServiceKeys("test", testSeeds());
 }

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { splitNatsUrl } from "../../bus/src/nats-credentials.js";
 import { devNatsPassword } from "../../bus/src/nats-permissions.js";
+import { newServiceKeySets } from "../../rpc/src/service-key-sets.js";
 import { getFreePort } from "./free-port.js";
 
 /** The five services, in start order (dependencies first). */
@@ -189,10 +189,9 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     ...(process.env.VITEST ? { GATEWAY_CHECK_RESPONSES: "true" } : {}),
     ...options.env,
   };
-  // Production refuses the derived development keys of internal call tokens: give the system real ones of its own.
-  if (env.MODE === "production" && !env.SERVICE_TOKEN_KEYS) {
-    env.SERVICE_TOKEN_KEYS = SERVICES.map((service) => `${service}:test:${randomBytes(32).toString("base64url")}`).join(",");
-  }
+  // Production refuses the derived development keys of internal call tokens, and a service holding another's private
+  // key: give each service real keys of its own, as a deployment does (its private key, its callers' public keys).
+  const ownServiceTokenKeys = env.MODE === "production" && !env.SERVICE_TOKEN_KEYS ? newServiceKeySets("test") : undefined;
   const children = new Map<ServiceName, ChildProcess>();
   /** Processes stop() or kill() ended: their exit is not reported to onExit. */
   const asked = new WeakSet<ChildProcess>();
@@ -201,7 +200,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   /** A service's process with the system's environment plus `serviceEnv`, its lines to onLine. */
   const spawnService = (service: ServiceName, serviceEnv: Record<string, string | undefined>) => {
     const { command, args } = serviceCommand(options.repoRoot, service, runtime);
-    const child = spawn(command, args, { cwd: options.repoRoot, env: { ...process.env, ...env, ...serviceEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    const keys = ownServiceTokenKeys ? { SERVICE_TOKEN_KEYS: ownServiceTokenKeys[service] } : {};
+    const child = spawn(command, args, { cwd: options.repoRoot, env: { ...process.env, ...env, ...keys, ...serviceEnv }, stdio: ["ignore", "pipe", "pipe"] });
     // A binary that cannot be executed (EACCES, ENOENT) is an 'error' event, not an exit: without a listener it would
     // crash the process that starts the system (npm start) instead of failing the start with its reason.
     child.once("error", (error) => spawnErrors.set(child, `${service} could not be started (${command}): ${error.message}`));

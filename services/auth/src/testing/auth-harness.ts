@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { auth } from "@renderbus/contracts";
 import { parseConfig } from "@renderbus/config";
-import { allowedCallerCredentials, createRpcClient, devServiceTokenKeys, productionTestServiceTokenKeys, type AuthContext, type PromiseClient } from "@renderbus/rpc";
+import { allowedCallerCredentials, createRpcClient, devServiceTokenKeys, productionTestCallerKeys, productionTestServiceTokenKeys, type AuthContext, type PromiseClient } from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { authConfigSchema, type AuthConfig } from "../config.js";
@@ -35,7 +35,7 @@ export async function startAuthHarness(label: string, env: Record<string, string
     AUTH_GRPC_PORT: "0",
     AUTH_HTTP_PORT: "0",
     LOG_LEVEL: "debug",
-    ...(env.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys() } : {}),
+    ...(env.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("auth") } : {}),
     ...env,
   });
   const logs: string[] = [];
@@ -50,7 +50,7 @@ export async function startAuthHarness(label: string, env: Record<string, string
   const store = await openAdminStore(config);
   const address = `127.0.0.1:${service.grpcPort}`;
   // Calls each method as a caller it accepts (the gateway, the dispatcher, jobs or the worker, see libs/rpc callers.ts).
-  const callers = allowedCallerCredentials(config.SERVICE_TOKEN_KEYS ?? devServiceTokenKeys());
+  const callers = allowedCallerCredentials(config.MODE === "production" ? productionTestCallerKeys() : (config.SERVICE_TOKEN_KEYS ?? devServiceTokenKeys()));
   const authClient = createRpcClient(auth.AuthClient, address, callers);
   const billingClient = createRpcClient(auth.BillingClient, address, callers);
   return {

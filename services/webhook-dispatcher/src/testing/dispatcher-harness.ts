@@ -11,6 +11,7 @@ import {
   createRpcServer,
   devServiceIdentity,
   devServiceTokenKeys,
+  productionTestCallerKeys,
   productionTestServiceTokenKeys,
   type AsyncService,
   type PromiseClient,
@@ -28,7 +29,7 @@ export async function startFakeAuth(): Promise<{ address: string; setTarget(targ
   const targets = new Map<string, auth.WebhookTarget>();
   let lookups = 0;
   // Accepts the dispatcher's tokens of both modes: the development keys and those of testConfig's production mode.
-  const server: RpcServer = createRpcServer(devServiceIdentity("auth", `${devServiceTokenKeys()},${productionTestServiceTokenKeys()}`));
+  const server: RpcServer = createRpcServer(devServiceIdentity("auth", `${devServiceTokenKeys()},${productionTestCallerKeys()}`));
   const unsupported = async (): Promise<never> => {
     throw new AppError("INTERNAL_ERROR", "not part of the fake");
   };
@@ -128,7 +129,7 @@ export function testConfig(base: { databaseUrl: string; natsUrl: string; namespa
     DISPATCHER_POLL_INTERVAL_MS: "200",
     // Receivers of tests are on 127.0.0.1; a production-mode dispatcher keeps the SSRF guard on.
     ...(overrides.MODE === "production"
-      ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys(), SECRETS_ENCRYPTION_KEYS: `test:${Buffer.alloc(32, 7).toString("base64")}` }
+      ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("webhook-dispatcher"), SECRETS_ENCRYPTION_KEYS: `test:${Buffer.alloc(32, 7).toString("base64")}` }
       : { ALLOW_PRIVATE_ADDRESSES: "true" }),
     ...overrides,
   });
@@ -154,7 +155,7 @@ export async function connectPublisher(natsUrl: string, namespace: string) {
 
 /** A client of a test dispatcher, calling as the gateway; `production` for one started in production mode. */
 export function webhooksClient(port: number, { production = false } = {}): PromiseClient<webhooks.WebhooksClient> {
-  return createRpcClient(webhooks.WebhooksClient, `127.0.0.1:${port}`, allowedCallerCredentials(production ? productionTestServiceTokenKeys() : devServiceTokenKeys()));
+  return createRpcClient(webhooks.WebhooksClient, `127.0.0.1:${port}`, allowedCallerCredentials(production ? productionTestCallerKeys() : devServiceTokenKeys()));
 }
 
 /** A completed-job event body as the jobs service publishes it. */
