@@ -11,7 +11,7 @@ export function findImportCycles(roots: string[], base = process.cwd()): string[
   const files = roots.flatMap((root) => sourceFiles(resolve(base, root)));
   const graph = new Map(files.map((file) => [file, importsOf(file)]));
   return stronglyConnected(graph)
-    .filter((component) => component.length > 1 || graph.get(component[0]!)!.includes(component[0]!))
+    .filter((component) => component.length > 1 || (graph.get(component[0]!) ?? []).includes(component[0]!))
     .map((component) => cycleThrough(component, graph).map((file) => relative(base, file)))
     .sort((a, b) => a[0]!.localeCompare(b[0]!));
 }

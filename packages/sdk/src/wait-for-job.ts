@@ -1,6 +1,13 @@
 import { WaitTimeoutError, RenderbusError } from "./errors.js";
 import { TERMINAL_STATUSES, type Job } from "./types.js";
-import type { RenderbusClient } from "./client.js";
+
+/** What watching a job needs of the client (the SDK's client has it): its job's SSE stream, and a read to poll. */
+export interface JobReader {
+  jobs: {
+    get(jobId: string): Promise<Job>;
+    events(jobId: string, signal?: AbortSignal): AsyncIterable<Job>;
+  };
+}
 
 export interface WaitForJobOptions {
   /** Give up after this long (default 10 minutes) with WaitTimeoutError. */
@@ -21,7 +28,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * be opened or drops (proxy timeout, gateway restart) it polls `GET /jobs/{id}` with backoff (0.5 s doubling to
  * 5 s) and reopens the stream, so a flaky connection slows updates down but never loses the outcome.
  */
-export async function* watchJob(client: RenderbusClient, jobId: string, { timeoutMs = 600_000, signal }: WaitForJobOptions = {}): AsyncGenerator<Job> {
+export async function* watchJob(client: JobReader, jobId: string, { timeoutMs = 600_000, signal }: WaitForJobOptions = {}): AsyncGenerator<Job> {
   const deadline = Date.now() + timeoutMs;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -62,7 +69,7 @@ export async function* watchJob(client: RenderbusClient, jobId: string, { timeou
 }
 
 /** Resolves with the terminal job (completed, failed or cancelled: check `status`); throws WaitTimeoutError. */
-export async function waitForJob(client: RenderbusClient, jobId: string, options: WaitForJobOptions = {}): Promise<Job> {
+export async function waitForJob(client: JobReader, jobId: string, options: WaitForJobOptions = {}): Promise<Job> {
   let last: Job | undefined;
   for await (const job of watchJob(client, jobId, options)) {
     last = job;
