@@ -68,11 +68,13 @@ describe("job.progress webhooks", () => {
     // Two jobs report every 100 ms (5x the worker's rate) for 11 s, plus hostile messages that must be ignored.
     const jobs = [newId("job"), newId("job")];
     const startedAt = Date.now();
+    // When the worker says the job was created and started (from StartJob): carried into each webhook.
+    const TIMING = { createdAt: startedAt - 2000, startedAt: startedAt - 1000 };
     let tick = 0;
     while (Date.now() - startedAt < 11_000) {
       tick += 1;
       for (const jobId of jobs) {
-        publisher.bus.notify(`jobs.progress.${orgId}.${jobId}`, { orgId, jobId, percent: Math.min(99, tick / 2), etaMs: 60_000 - tick * 100, updatedAt: Date.now() });
+        publisher.bus.notify(`jobs.progress.${orgId}.${jobId}`, { orgId, jobId, percent: Math.min(99, tick / 2), etaMs: 60_000 - tick * 100, updatedAt: Date.now(), timing: TIMING });
       }
       // A body naming another job than its subject, and an out-of-range reading: neither is believed.
       publisher.bus.notify(`jobs.progress.${orgId}.${jobs[0]}`, { orgId, jobId: newId("job"), percent: 10, etaMs: 1, updatedAt: Date.now() });
@@ -109,8 +111,8 @@ describe("job.progress webhooks", () => {
       expect(progress.length).toBeGreaterThanOrEqual(2);
       for (const jobId of jobs) expect(progress.filter((request) => request.json.jobId === jobId).length).toBeLessThanOrEqual(allowed);
       for (const request of progress) {
-        expect(Object.keys(request.json)).toEqual(["event", "jobId", "orgId", "progress"]);
-        expect(request.json).toMatchObject({ event: "job.progress", orgId, progress: { percent: expect.any(Number), etaMs: expect.any(Number), updatedAt: expect.any(Number) } });
+        expect(Object.keys(request.json)).toEqual(["event", "jobId", "orgId", "progress", "timing"]);
+        expect(request.json).toMatchObject({ event: "job.progress", orgId, progress: { percent: expect.any(Number), etaMs: expect.any(Number), updatedAt: expect.any(Number) }, timing: TIMING });
         expect(jobs).toContain(request.json.jobId);
         expect(request.json.progress.percent).toBeLessThanOrEqual(100);
       }
