@@ -1,10 +1,12 @@
 import type { FastifyInstance } from "fastify";
 import type { jobs } from "@renderbus/contracts";
+import { TERMINAL_JOB_STATUSES } from "@renderbus/job-types";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
 
-/** Statuses a job never leaves. */
-export const TERMINAL_JOB_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
+const terminal: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
+/** Whether a job's status (a string on the wire) is one it never leaves. */
+export const isTerminalStatus = (status: string): boolean => terminal.has(status);
 
 /**
  * A status change can be missed between the first read and the subscription, or during a NATS reconnect: a slow
@@ -42,7 +44,7 @@ export class JobWaits {
   waitForJob(auth: AuthContext, jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<jobs.Job> {
     return this.waitUntil(
       () => this.deps.finishedJobs.read(auth.orgId, jobId, () => this.deps.jobs.getJob({ jobId }, { auth })),
-      (job) => TERMINAL_JOB_STATUSES.has(job.status),
+      (job) => isTerminalStatus(job.status),
       (wake) => this.deps.jobEvents.watch(jobId, wake),
       timeoutMs,
       signal,

@@ -13,7 +13,7 @@ import {
 import { AppError, toAppError } from "@renderbus/errors";
 import { planOf } from "@renderbus/plans";
 import { presentBatch, presentJob } from "../present/present.js";
-import { jobWaitsOf, TERMINAL_JOB_STATUSES } from "../jobs-wait/job-waits.js";
+import { isTerminalStatus, jobWaitsOf } from "../jobs-wait/job-waits.js";
 import { jobView } from "../routes/jobs.routes.js";
 import type { McpTool } from "./mcp-tools.js";
 import { countAgainstPlanLimit, logToolError, protocolErrorOf, runTool, toolResult, type ToolCallContext } from "./call-tool.js";
@@ -171,7 +171,7 @@ export function taskOfBatch(batch: PresentedBatch, pollIntervalMs = MIN_TASK_POL
 
 /** The tool result of a finished job task (the job, as get_job returns it), or undefined while it runs. */
 function jobResult(job: PresentedJob): CallToolResult | undefined {
-  if (!TERMINAL_JOB_STATUSES.has(job.status)) return undefined;
+  if (!isTerminalStatus(job.status)) return undefined;
   return toolResult({ data: job }, job.status !== "completed");
 }
 

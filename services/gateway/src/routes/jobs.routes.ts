@@ -1,3 +1,4 @@
+import { JOB_STATUSES } from "@renderbus/job-types";
 import { z } from "zod";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
@@ -11,7 +12,6 @@ import { parseRequestPart } from "../http/validation.js";
 import { checkUploadInputs } from "../uploads/upload-inputs.js";
 import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 
-const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
 
 /** `GET /jobs/{id}/wait` (MCP `wait_for_job`): the longest and the default wait (docs/mcp.md, "Long jobs"). */
 export const MAX_WAIT_SECONDS = 60;

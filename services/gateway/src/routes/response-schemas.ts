@@ -1,3 +1,4 @@
+import { JOB_STATUSES } from "@renderbus/job-types";
 /**
  * JSON Schemas of the `data` the routes answer with: the shapes `present/present.ts` builds (docs/concepts.md). Absent
  * optional values are null, never missing. Each route names its own in `response` (one, list or page of these); in
@@ -47,7 +48,7 @@ export const responseSchemas = {
       orgId: { type: "string", pattern: "^org_", examples: ["org_01JD3Z5QF0ZJ8K3M5N7P9R1T3V"] },
       batchId: nullableString,
       type: { type: "string", examples: ["thumbnail"] },
-      status: { type: "string", enum: ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] },
+      status: { type: "string", enum: [...JOB_STATUSES] },
       inputs: { type: "object", additionalProperties: { type: "string" }, examples: [{ source: "https://media.example.com/clip.mp4" }] },
       params: { type: "object", examples: [{ timestamp: 1 }] },
       metadata: { type: "object", examples: [{ customerRef: "order-1234" }] },
@@ -94,7 +95,7 @@ export const responseSchemas = {
     jobCount: { type: "integer" },
     jobIds: { type: "array", items: { type: "string" } },
     status: { type: "string", enum: ["running", "completed"] },
-    counts: object(Object.fromEntries(["waiting", "dispatched", "running", "completed", "failed", "cancelled"].map((status) => [status, { type: "integer" }]))),
+    counts: object(Object.fromEntries(JOB_STATUSES.map((status) => [status, { type: "integer" }]))),
     timing: object({ createdAt: epochMs, completedAt: epochMsOrNull }),
   }),
   SubmittedBatch: object({

@@ -1,10 +1,8 @@
 import type { jobEvents, jobs } from "@renderbus/contracts";
+import { JOB_STATUSES, TERMINAL_JOB_STATUSES, type JobStatus } from "@renderbus/job-types";
 
-/** Job statuses in lifecycle order (docs/concepts.md, "Lifecycle"). */
-export const JOB_STATUSES = ["waiting", "dispatched", "running", "completed", "failed", "cancelled"] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed", "cancelled"];
+export { JOB_STATUSES, type JobStatus };
+export const TERMINAL_STATUSES = TERMINAL_JOB_STATUSES;
 /** Statuses that hold one of the org's concurrency slots. */
 export const ACTIVE_STATUSES: readonly JobStatus[] = ["dispatched", "running"];
 
