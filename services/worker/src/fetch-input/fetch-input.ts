@@ -6,7 +6,8 @@ import https from "node:https";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { inputError, JobCancelledError, type JobFailure } from "../job-failure.js";
-import { ForbiddenAddressError, type InputAgent } from "./guarded-agent.js";
+import { BlockedAddressError } from "@renderbus/address-guard";
+import type { InputAgent } from "./guarded-agent.js";
 
 /** Redirects followed per input; each hop goes through the same guarded agent. */
 export const MAX_REDIRECTS = 5;
@@ -178,7 +179,7 @@ function describeFailure(
   const { name, agent } = context;
   const cause = causeOf(error);
   if (cause instanceof TooLargeError) return inputError(`inputs.${name}: is larger than the plan's input limit of ${formatBytes(context.maxBytes)}`);
-  if (cause instanceof ForbiddenAddressError) return inputError(`inputs.${name}: the URL points to an address that is not allowed`);
+  if (cause instanceof BlockedAddressError) return inputError(`inputs.${name}: the URL points to an address that is not allowed`);
   if (context.timedOut) return inputError(`inputs.${name}: timed out after ${seconds(context.timeoutMs)}`);
   const stalled = exchange?.timer.fired ?? (cause instanceof StalledError ? cause : undefined);
   if (stalled?.phase === "connect") return inputError(`inputs.${name}: connection timed out`);
@@ -197,7 +198,7 @@ function describeFailure(
 function causeOf(error: unknown): unknown {
   let current = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    if (current instanceof ForbiddenAddressError || current instanceof TooLargeError || current instanceof StalledError || current instanceof TruncatedError) {
+    if (current instanceof BlockedAddressError || current instanceof TooLargeError || current instanceof StalledError || current instanceof TruncatedError) {
       return current;
     }
     if (!current.cause) break;

@@ -2,10 +2,9 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { BlockedAddressError, createGuardedLookup, isBlockedAddress, refuseBlockedLiteral, type AddressPolicy } from "@renderbus/address-guard";
+import { createGuardedLookup, isBlockedAddress, refuseBlockedLiteral, type AddressPolicy } from "@renderbus/address-guard";
 
 /** Raised when an input URL is, or resolves to, an address the SSRF guard refuses (the shared guard's error). */
-export { BlockedAddressError as ForbiddenAddressError };
 export type { AddressPolicy };
 
 type ConnectCallback = (error: Error | null, socket: Duplex) => void;
