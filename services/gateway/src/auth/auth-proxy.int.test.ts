@@ -31,6 +31,9 @@ async function startTrap(): Promise<Trap> {
     trap.requests.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
     // `/auth/stall` never answers: the proxy's timeout has to end it.
     if (request.url?.startsWith("/auth/stall")) return;
+    // As Better Auth's own limiter answers, and as it fails.
+    if (request.url?.startsWith("/auth/limited")) return void response.writeHead(429, { "content-type": "application/json", "x-retry-after": "42" }).end('{"message":"Too many requests. Please try again later."}');
+    if (request.url?.startsWith("/auth/broken")) return void response.writeHead(500, { "content-type": "application/json" }).end('{"message":"relation \\"session\\" does not exist","stack":"at query"}');
     response.writeHead(200, { "content-type": "application/json" }).end('{"trap":"reached"}');
   });
   server.on("connection", () => (trap.connections += 1));
@@ -200,6 +203,16 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       const allowed = await fetch(`${gateway.url}/auth/sign-in/email`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"a":${"[".repeat(63)}${"]".repeat(63)}}` });
       expect(allowed.status).toBe(200);
       expect(trap.requests).toHaveLength(1);
+    });
+
+    it("restates the auth service's 429 with Retry-After and its 500 without detail, in the API's envelope", async () => {
+      const limited = await fetch(`${gateway.url}/auth/limited`);
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("retry-after")).toBe("42");
+      expect(await limited.json()).toEqual({ error: { code: "RATE_LIMITED", message: "Too many requests. Please try again later." } });
+      const broken = await fetch(`${gateway.url}/auth/broken`);
+      expect(broken.status).toBe(500);
+      expect(await broken.text()).toBe(JSON.stringify({ error: { code: "INTERNAL_ERROR", message: "Internal error" } }));
     });
 
     it("answers 503 SERVICE_UNAVAILABLE when the auth service does not answer within AUTH_PROXY_TIMEOUT_MS", async () => {

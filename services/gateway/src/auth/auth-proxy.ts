@@ -63,6 +63,8 @@ export async function registerAuthProxy(app: FastifyInstance, deps: GatewayDeps)
       });
       const cookies = response.headers.getSetCookie();
       if (cookies.length > 0) reply.header("set-cookie", cookies);
+      // Better Auth's own limiter says its wait in X-Retry-After; RATE_LIMITED answers carry Retry-After.
+      if (refused?.code === "RATE_LIMITED" && !response.headers.has("retry-after")) reply.header("retry-after", retryAfterOf(response.headers.get("x-retry-after")));
       if (refused) return reply.type("application/json; charset=utf-8").send(refused.toBody());
       return reply.send(responseBody);
     };
@@ -79,4 +81,10 @@ function looksLikeJson(contentType: string | undefined, body: Buffer): boolean {
     return byte === 0x7b || byte === 0x5b;
   }
   return false;
+}
+
+/** A wait in whole seconds from an upstream header; a minute when it says nothing usable. */
+function retryAfterOf(value: string | null): string {
+  const seconds = Number(value);
+  return Number.isInteger(seconds) && seconds >= 1 && seconds <= 86_400 ? String(seconds) : "60";
 }
