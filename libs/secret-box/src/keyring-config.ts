@@ -24,6 +24,12 @@ export const secretsEncryptionVariables = {
         context.addIssue({ code: "custom", message: (error as Error).message });
       }
     }),
+  /**
+   * Whether values sealed in the first format (`v1`: no kid, not bound to an org) still open. `true` by default for
+   * deployments that stored some; once `npm run admin -- secrets:reencrypt` has rewritten them, `false` refuses any
+   * that appears later (one a database writer moved between orgs would otherwise open there).
+   */
+  SECRETS_ACCEPT_V1: z.enum(["true", "false"]).default("true").transform((value) => value === "true"),
   /** The single-key form (kid `default`), kept for existing deployments; SECRETS_ENCRYPTION_KEYS is read first. */
   SECRETS_ENCRYPTION_KEY: z
     .string()

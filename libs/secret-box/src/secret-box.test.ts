@@ -78,6 +78,13 @@ describe("keyring", () => {
     expect(() => createSecretBox(newKey).open(legacy, ORG)).toThrow(/no configured key/);
   });
 
+  it("refuses v1 values with acceptV1 false (SECRETS_ACCEPT_V1=false, once every stored one was re-encrypted)", () => {
+    const legacy = sealV1(oldKey, "whsec_legacy");
+    const strict = createSecretBox([{ kid: SINGLE_KEY_KID, key: oldKey }], { acceptV1: false });
+    expect(() => strict.open(legacy, ORG)).toThrow(/SECRETS_ACCEPT_V1=false/);
+    expect(strict.open(strict.seal("whsec_current", ORG), ORG)).toBe("whsec_current");
+  });
+
   it.each([
     ["", /at least one/],
     ["nokid", /kid:base64key/],

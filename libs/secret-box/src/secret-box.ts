@@ -67,8 +67,11 @@ function decrypt(key: Buffer, iv: string, tag: string, data: string, aad: Buffer
   return Buffer.concat([decipher.update(Buffer.from(data, "base64")), decipher.final()]).toString("utf8");
 }
 
-/** A SecretBox over a keyring (newest first), or over one 32-byte key (kid {@link SINGLE_KEY_KID}). */
-export function createSecretBox(keys: SecretKeyring | Buffer): SecretBox {
+/**
+ * A SecretBox over a keyring (newest first), or over one 32-byte key (kid {@link SINGLE_KEY_KID}). With
+ * `acceptV1: false` (SECRETS_ACCEPT_V1), values of the first format no longer open.
+ */
+export function createSecretBox(keys: SecretKeyring | Buffer, { acceptV1 = true }: { acceptV1?: boolean } = {}): SecretBox {
   const keyring: SecretKeyring = Buffer.isBuffer(keys) ? [{ kid: SINGLE_KEY_KID, key: keys }] : keys;
   if (keyring.length === 0) throw new SecretKeyringError("secret box needs at least one key");
   for (const { kid, key } of keyring) {
@@ -96,6 +99,7 @@ export function createSecretBox(keys: SecretKeyring | Buffer): SecretBox {
         return decrypt(key, iv, tag, data, aadOf(orgId));
       }
       if (parts[0] === "v1" && parts.length === 4) {
+        if (!acceptV1) throw new Error("a v1 sealed secret (not bound to its org), refused with SECRETS_ACCEPT_V1=false; re-encrypt it with secrets:reencrypt");
         const [, iv, tag, data] = parts as [string, string, string, string];
         for (const { key } of keyring) {
           try {

@@ -17,7 +17,7 @@ export async function openAuthResources(config: AuthConfig, applicationName = "a
     db: database.db,
     pool: database.pool,
     plans: loadPlans(config.PLANS_JSON),
-    secretBox: createSecretBox(secretsKeyOf(config)),
+    secretBox: createSecretBox(secretsKeyOf(config), { acceptV1: config.SECRETS_ACCEPT_V1 }),
     mode: config.MODE,
     close: () => database.close(),
   };

@@ -63,7 +63,7 @@ export async function startDispatcherService(
 
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   const targets = createWebhookTargets(authClient, { ttlMs: config.WEBHOOK_TARGET_CACHE_MS });
-  const box = createSecretBox(secretsKeyringOf(config));
+  const box = createSecretBox(secretsKeyringOf(config), { acceptV1: config.SECRETS_ACCEPT_V1 });
   const endpoints = createEndpointDirectory(db, targets, box, { ttlMs: config.WEBHOOK_ENDPOINT_CACHE_MS });
   // Caches follow changes as they commit: endpoint rows by NOTIFY from any replica, targets by the auth service's
   // event. A core subscription misses what is published while the connection is down, so a reconnect forgets all.
