@@ -51,6 +51,11 @@ describe("rotating the secrets key (npm run admin -- secrets:reencrypt)", () => 
       .where("id", "=", legacy.orgId)
       .execute();
     expect((await before.authClient.getWebhookTarget({ orgId: legacy.orgId })).secret).toBe("whsec_legacy");
+    // With SECRETS_ACCEPT_V1=false the same row is refused: the service reads the switch.
+    const strict = await startAuthHarness("secretsstrict", { DATABASE_URL: databaseUrl, SECRETS_ENCRYPTION_KEY: oldKey.toString("base64"), SECRETS_ACCEPT_V1: "false" });
+    harnesses.push(strict);
+    await expect(strict.authClient.getWebhookTarget({ orgId: legacy.orgId })).rejects.toThrow();
+    expect((await strict.authClient.getWebhookTarget({ orgId: current.orgId })).secret).toBe("whsec_current");
     const sealedBefore = await sealedOf(before, current.orgId);
     expect(sealedBefore).toMatch(/^v2:default:/);
     // Without the rotation, dropping the old key would lose the secrets: the test can tell.
