@@ -20,6 +20,7 @@ import { registerWorkerMetrics } from "./metrics.js";
 import { configureMediaCaps } from "./media/media-caps.js";
 import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
 import { chooseSandbox, configureSandbox } from "./sandbox/sandbox.js";
+import { startOutputPruning } from "./retention/prune-outputs.js";
 
 /** Deliveries of one dispatch after which a job whose processing keeps throwing is failed instead of retried. */
 export const MAX_ATTEMPTS = 5;
@@ -27,8 +28,6 @@ export const MAX_ATTEMPTS = 5;
 /** The failure reported for a job that took its worker process down with it. */
 export const CRASHED_ONCE_MESSAGE = "processing this job crashed the worker";
 export const CRASHED_TWICE_MESSAGE = "processing this job crashed the worker twice";
-
-const OUTPUT_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** An id from a message that failed validation, fit for a log line: a short string, or nothing. */
 const idOf = (value: unknown): string | undefined => (typeof value === "string" ? value.slice(0, 100) : undefined);
@@ -125,15 +124,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     });
   const metrics = options.metrics ? registerWorkerMetrics(options.metrics, bus) : undefined;
 
-  const pruneOutputs = () => {
-    deps.outputs.deleteStoredBefore(Date.now() - retentionMs).then(
-      (deleted) => deleted > 0 && logger.info({ deleted }, "expired outputs deleted"),
-      (error: unknown) => logger.warn({ err: error }, "deleting expired outputs failed"),
-    );
-  };
-  const pruneTimer = setInterval(pruneOutputs, OUTPUT_PRUNE_INTERVAL_MS);
-  pruneTimer.unref();
-  pruneOutputs();
+  const stopPruning = startOutputPruning({ outputs: deps.outputs, retentionMs, logger });
   let shuttingDown = false;
 
   // Core NATS sees JetStream publishes too; a missed cancel is covered by StartJob/CompleteJob answering CONFLICT.
@@ -238,7 +229,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     },
     async stop() {
       shuttingDown = true;
-      clearInterval(pruneTimer);
+      stopPruning();
       cancelPoller.stop();
       const stopping = consumer.stop();
       running.cancelAll();
