@@ -1,4 +1,4 @@
-import { copyFile, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileStore } from "@tus/file-store";
 import { createTusUploadStore, KEPT_SUFFIX, keptUntilOf } from "./tus-upload-store.js";
@@ -43,5 +43,6 @@ export function createLocalUploadStore(options: { directory: string; retentionMs
       ),
     writeMark: (id, until) => writeFile(markOf(id), String(until)),
     removeMark: (id) => rm(markOf(id), { force: true }),
+    listMarks: async () => (await readdir(directory)).filter((name) => name.endsWith(KEPT_SUFFIX)).map((name) => name.slice(0, -KEPT_SUFFIX.length)),
   });
 }

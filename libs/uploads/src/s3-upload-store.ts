@@ -124,19 +124,21 @@ export function createS3UploadStore(options: S3UploadStoreOptions): UploadStore 
     await client.send(new DeleteObjectsCommand({ Bucket: options.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }));
   };
   const dataStore = new PrefixedDataStore(s3Store, prefix, deleteKeys);
-  const listIds = async (): Promise<string[]> => {
+  /** The ids of the objects under the prefix whose key ends with `suffix`. */
+  const listBySuffix = async (suffix: string): Promise<string[]> => {
     const ids: string[] = [];
     let token: string | undefined;
     do {
       const page = await client.send(new ListObjectsV2Command({ Bucket: options.bucket, Prefix: prefix, ContinuationToken: token }));
       for (const object of page.Contents ?? []) {
         const key = object.Key ?? "";
-        if (key.endsWith(INFO_SUFFIX)) ids.push(key.slice(prefix.length, -INFO_SUFFIX.length));
+        if (key.endsWith(suffix)) ids.push(key.slice(prefix.length, -suffix.length));
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return ids;
   };
+  const listIds = () => listBySuffix(INFO_SUFFIX);
   const markKey = (id: string) => `${prefix}${id}${KEPT_SUFFIX}`;
   return createTusUploadStore({
     dataStore,
@@ -155,5 +157,6 @@ export function createS3UploadStore(options: S3UploadStoreOptions): UploadStore 
       await client.send(new PutObjectCommand({ Bucket: options.bucket, Key: markKey(id), Body: String(until), ContentType: "text/plain" }));
     },
     removeMark: (id) => deleteKeys([markKey(id)]),
+    listMarks: () => listBySuffix(KEPT_SUFFIX),
   });
 }

@@ -31,6 +31,8 @@ export interface TusUploadStoreParts {
   readMark(id: string): Promise<number | undefined>;
   writeMark(id: string, until: number): Promise<void>;
   removeMark(id: string): Promise<void>;
+  /** The ids of every mark (the sweep drops those whose upload is gone). */
+  listMarks(): Promise<string[]>;
   /** Copies a finished upload to a local file; default: a stream of `dataStore.read(id)` into it. */
   copyTo?(id: string, destination: string): Promise<void>;
 }
@@ -48,8 +50,11 @@ export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
     let upload: Upload;
     try {
       upload = await dataStore.getUpload(id);
-    } catch {
-      return undefined;
+    } catch (error) {
+      // Only "there is none" means none: a store that failed to answer (S3 slowing down, a timeout) is an error, or
+      // the sweep would take a kept upload for a lost record and delete it.
+      if (isNotFound(error)) return undefined;
+      throw error;
     }
     const orgId = upload.metadata?.[UPLOAD_ORG_METADATA];
     if (!orgId) return undefined;
@@ -94,21 +99,41 @@ export function createTusUploadStore(parts: TusUploadStoreParts): UploadStore {
       if (kept === undefined || kept < until) await parts.writeMark(id, until);
     },
     deleteExpired: async (now = Date.now()) => {
-      // tus' own deleteExpired keeps finished uploads forever; ours end with their retention either way.
+      // tus' own deleteExpired keeps finished uploads forever; ours end with their retention either way. An upload
+      // the store could not answer for is left to the next sweep, its mark with it.
       let deleted = 0;
-      for (const id of await parts.listIds()) {
-        const upload = await describe(id);
-        const expiresAt = upload?.expiresAt ?? (isId("upload", id) ? timeOfId(id) + retentionMs : undefined);
-        if (expiresAt === undefined || expiresAt > now) continue;
+      const ids = await parts.listIds();
+      for (const id of ids) {
+        if (!isId("upload", id)) continue;
         try {
-          await dataStore.remove(id);
-          deleted += 1;
+          // Without a record of its own (a half-created upload), its id's time and its mark say how old it is.
+          const expiresAt = (await describe(id))?.expiresAt ?? Math.max(timeOfId(id) + retentionMs, (await parts.readMark(id)) ?? 0);
+          if (expiresAt > now) continue;
+          try {
+            await dataStore.remove(id);
+            deleted += 1;
+          } catch (error) {
+            if (!isNotFound(error)) throw error; // else removed meanwhile (another replica's sweep, a client's DELETE)
+          }
+          await parts.removeMark(id);
         } catch {
-          // removed meanwhile (another replica's sweep, a client's DELETE)
+          // The store failed to answer for this one: the next sweep tries again.
         }
-        await parts.removeMark(id).catch(() => undefined);
+      }
+      // Marks whose upload is gone (a job named it as it expired) go once they have passed.
+      const present = new Set(ids);
+      for (const id of await parts.listMarks()) {
+        if (present.has(id) || !isId("upload", id)) continue;
+        const until = await parts.readMark(id).catch(() => undefined);
+        if (until === undefined || until <= now) await parts.removeMark(id).catch(() => undefined);
       }
       return deleted;
     },
   };
+}
+
+/** tus' "no such upload" (`ERRORS.FILE_NOT_FOUND`, or a 410 for one that expired), as both stores throw it. */
+function isNotFound(error: unknown): boolean {
+  const status = (error as { status_code?: number } | null)?.status_code;
+  return status === 404 || status === 410;
 }

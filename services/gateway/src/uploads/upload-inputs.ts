@@ -18,7 +18,7 @@ export async function checkUploadInputs(
   prefixOf: (index: number) => string,
   { keepMs, now = Date.now() }: { keepMs: number; now?: number },
 ): Promise<void> {
-  const named = new Set<string>();
+  const named = new Map<string, string>();
   for (const [index, spec] of specs.entries()) {
     for (const [name, value] of Object.entries(spec.inputs)) {
       if (!isUploadId(value)) continue;
@@ -27,9 +27,13 @@ export async function checkUploadInputs(
       if (!upload || upload.orgId !== orgId) throw validationError(`${field}: upload ${value} not found`);
       if (upload.expiresAt <= now) throw validationError(`${field}: upload ${value} has expired`);
       if (!upload.complete) throw validationError(`${field}: upload ${value} is not complete (${upload.offset} of ${upload.size ?? "?"} bytes received)`);
-      named.add(value);
+      named.set(value, field);
     }
   }
-  // Before the jobs exist: a sweep between their submission and this mark would otherwise delete what they need.
-  for (const id of named) await uploads.keepUntil(id, now + keepMs);
+  // Before the jobs exist: a sweep between their submission and this mark would otherwise delete what they need. A
+  // sweep that took one between its check above and its mark leaves it gone: then it is refused like any expired one.
+  for (const [id, field] of named) {
+    await uploads.keepUntil(id, now + keepMs);
+    if (!(await uploads.describe(id))) throw validationError(`${field}: upload ${id} has expired`);
+  }
 }
