@@ -15,6 +15,11 @@ export interface AuthBudget {
   limit: number;
   /** Successful sign-ins are given back, so only failed guesses lock an account. */
   refundOnSuccess: boolean;
+  /**
+   * The account and client of a sign-in: a client that signed in to the account before is let past this budget
+   * when it is spent (and remembered again on each success), so guesses from elsewhere cannot lock the owner out.
+   */
+  knownClient?: { account: string; client: string };
 }
 
 /** What the limits look at: the normalised path the proxy forwards to, the method, the body and the client IP. */
@@ -46,12 +51,18 @@ export function authBudgetsOf(attempt: AuthAttempt, config: LimitConfig): AuthBu
   const ip = clientKeyOf(attempt.ip);
   // An account's wrong guesses lock it for the client that made them: counted per account alone, anyone who knows an
   // email could lock its owner out with five wrong passwords. Guesses spread over many addresses meet the looser
-  // per-account budget, which needs the per-IP budgets of several addresses to spend.
+  // per-account budget; while that one is spent, addresses the account signed in from before still get through.
   const signIn = (email: string | undefined): AuthBudget[] => [
     ...(email
       ? [
           { name: "sign-in-account-ip" as const, subject: `sign-in:account-ip:${accountKeyOf(email)}:${ip}`, limit: config.AUTH_SIGN_IN_PER_ACCOUNT_LIMIT, refundOnSuccess: true },
-          { name: "sign-in-account" as const, subject: `sign-in:account:${accountKeyOf(email)}`, limit: config.AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT, refundOnSuccess: true },
+          {
+            name: "sign-in-account" as const,
+            subject: `sign-in:account:${accountKeyOf(email)}`,
+            limit: config.AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT,
+            refundOnSuccess: true,
+            knownClient: { account: accountKeyOf(email), client: ip },
+          },
         ]
       : []),
     { name: "sign-in-ip", subject: `sign-in:ip:${ip}`, limit: config.AUTH_SIGN_IN_PER_IP_LIMIT, refundOnSuccess: false },
@@ -91,14 +102,20 @@ export interface SpentBudgets {
 export class AuthAbuseLimits {
   private readonly limiter: SlidingWindowLimiter;
   private readonly windowMs: number;
+  private readonly prefix: string;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     private readonly config: LimitConfig & Pick<GatewayConfig, "AUTH_LIMIT_WINDOW_SECONDS" | "NATS_NAMESPACE">,
   ) {
     // Deployments (and test systems) that share one Redis keep their counts apart by namespace.
-    this.limiter = new SlidingWindowLimiter(redis, config.NATS_NAMESPACE ? `rb:auth-limit:${config.NATS_NAMESPACE}` : "rb:auth-limit");
+    this.prefix = config.NATS_NAMESPACE ? `rb:auth-limit:${config.NATS_NAMESPACE}` : "rb:auth-limit";
+    this.limiter = new SlidingWindowLimiter(redis, this.prefix);
     this.windowMs = config.AUTH_LIMIT_WINDOW_SECONDS * 1000;
+  }
+
+  private knownKey(account: string): string {
+    return `${this.prefix}:known:${account}`;
   }
 
   /**
@@ -108,9 +125,13 @@ export class AuthAbuseLimits {
    */
   async spend(attempt: AuthAttempt): Promise<SpentBudgets> {
     const charged: { budget: AuthBudget; attempt: string }[] = [];
+    const budgets = authBudgetsOf(attempt, this.config);
     try {
-      for (const budget of authBudgetsOf(attempt, this.config)) {
+      for (const budget of budgets) {
         const decision = await this.limiter.attempt(budget.subject, budget.limit, this.windowMs);
+        if (!decision.allowed && budget.knownClient && (await this.redis.sismember(this.knownKey(budget.knownClient.account), budget.knownClient.client)) === 1) {
+          continue; // the owner, from where they signed in before
+        }
         if (!decision.allowed) {
           await this.refund(charged);
           throw new AppError("RATE_LIMITED", rateLimitedMessage(budget.name), { retryAfterSeconds: decision.retryAfterSeconds });
@@ -121,10 +142,20 @@ export class AuthAbuseLimits {
       if (error instanceof AppError) throw error;
       throw serviceUnavailable();
     }
+    const known = budgets.find((budget) => budget.knownClient)?.knownClient;
     return {
       settle: async (status) => {
         if (status >= 400) return;
         await this.refund(charged.filter(({ budget }) => budget.refundOnSuccess)).catch(() => undefined);
+        if (known) {
+          const key = this.knownKey(known.account);
+          await this.redis
+            .multi()
+            .sadd(key, known.client)
+            .pexpire(key, KNOWN_CLIENT_MS)
+            .exec()
+            .catch(() => undefined);
+        }
       },
     };
   }
@@ -133,6 +164,9 @@ export class AuthAbuseLimits {
     await Promise.all(charged.map(({ budget, attempt }) => this.limiter.refund(budget.subject, attempt)));
   }
 }
+
+/** How long an address an account signed in from stays known to it (renewed by each sign-in from there). */
+const KNOWN_CLIENT_MS = 30 * 24 * 60 * 60 * 1000;
 
 function rateLimitedMessage(name: AuthBudgetName): string {
   switch (name) {

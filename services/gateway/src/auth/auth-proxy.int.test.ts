@@ -259,7 +259,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect((await fetch(`${second.url}/auth/sign-in/email/`, json({ email, password }))).status).toBe(429);
     });
 
-    it("locks an account only for the address that guessed wrong; the owner elsewhere still signs in, until the all-IPs budget is spent", async () => {
+    it("locks an account only for the address that guessed wrong; once guesses from everywhere spend the account's budget, only addresses it signed in from before get through", async () => {
       const behindProxy = await startGateway({ NATS_NAMESPACE: testNamespace("authlockout"), TRUSTED_PROXIES: "127.0.0.1", AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT: "8" });
       const email = await signUp(behindProxy);
       const from = (ip: string, guess: string) =>
@@ -270,7 +270,12 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect((await from("203.0.113.5", password)).status).toBe(200);
       // Guesses from more addresses: 5 counted above, 3 more spend the account's budget of 8 over every address.
       for (const ip of ["198.51.100.67", "198.51.100.68", "198.51.100.69"]) expect((await from(ip, "wrong guess")).status).toBe(401);
+      expect((await from("198.51.100.70", "wrong guess")).status).toBe(429);
       expect((await from("203.0.113.6", password)).status).toBe(429);
+      // The owner's own address, where they signed in before, is not locked out by the others' guesses.
+      expect((await from("203.0.113.5", password)).status).toBe(200);
+      // Nor does knowing the address help a guesser beyond its own per-address budget.
+      expect((await from("203.0.113.5", "wrong guess")).status).toBe(401);
     });
 
     it("answers the auth service's refusals in the API's error envelope: a wrong password, a taken email", async () => {
