@@ -49,6 +49,24 @@ log("ALLOW_PRIVATE_ADDRESSES=true: job inputs and webhooks may reach loopback an
 // The worker's /healthz and /readyz (and /metrics): the supervisor counts it up once /readyz answers.
 const workerMetricsPort = process.env.WORKER_METRICS_PORT ?? String(await findFreePortFrom(9465));
 
+/**
+ * Each service its own internal call keys (`npm run service-keys` prints them as <SERVICE>_SERVICE_TOKEN_KEYS), never
+ * one value for all: all five or none (then development keys, or keys made up for this run in production), since a
+ * mix of given and made-up keys would refuse every call between the two groups.
+ */
+function ownServiceTokenKeys(): Partial<Record<ServiceName, Record<string, string>>> {
+  const given = SERVICES.flatMap((service) => {
+    const keys = process.env[`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`];
+    return keys ? [[service, { SERVICE_TOKEN_KEYS: keys }] as const] : [];
+  });
+  if (given.length > 0 && given.length < SERVICES.length) {
+    const missing = SERVICES.filter((service) => !given.some(([name]) => name === service));
+    console.error(`npm start: set every <SERVICE>_SERVICE_TOKEN_KEYS or none (missing: ${missing.join(", ")}); \`npm run service-keys\` prints all five`);
+    process.exit(78);
+  }
+  return Object.fromEntries(given);
+}
+
 const system = await startSystem({
   repoRoot,
   databaseUrl: infra.databaseUrl,
@@ -66,13 +84,7 @@ const system = await startSystem({
     ALLOW_PRIVATE_ADDRESSES: "true",
     ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
   },
-  // Each service its own internal call keys (`npm run service-keys` prints them), never one value for all.
-  serviceEnv: Object.fromEntries(
-    SERVICES.flatMap((service) => {
-      const keys = process.env[`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`];
-      return keys ? [[service, { SERVICE_TOKEN_KEYS: keys }]] : [];
-    }),
-  ),
+  serviceEnv: ownServiceTokenKeys(),
   onLine: (service, line) => {
     tails.get(service)!.push(line);
     console.log(`${prefix(service)} ${line}`);

@@ -49,7 +49,7 @@ export function rawPublicKeyOf(publicKey: KeyObject): string {
 /**
  * Parses `service:kid:private:<seed>` and `service:kid:public:<key>` entries, comma-separated (whitespace around
  * entries ignored): the seed is a service's own 32-byte Ed25519 private key, the key a caller's 32-byte public key,
- * both base64url (`npm run admin -- service-keys` prints a set). Throws an Error saying which entry is wrong, without
+ * both base64url (`npm run service-keys` prints a set). Throws an Error saying which entry is wrong, without
  * echoing any key.
  */
 export function parseServiceTokenKeys(value: string): ServiceKeyring {

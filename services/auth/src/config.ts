@@ -32,7 +32,7 @@ export const authConfigSchema = commonConfigSchema
      * (7 days), the longest a job event could be delivered again, hence at least 8.
      */
     SETTLED_JOB_RETENTION_DAYS: z.coerce.number().min(8).default(30),
-    /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+    /** Keys of internal call tokens: this service's Ed25519 private key and its callers' public keys (libs/rpc service-keys.ts, `npm run service-keys`); required in production. */
     SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
     /** Overrides of the plan table, e.g. `{"free":{"monthlyCredits":500}}`. */
     PLANS_JSON: z

@@ -123,7 +123,7 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
    * Off by default (it costs a validation per response); the test suite's systems turn it on.
    */
   GATEWAY_CHECK_RESPONSES: env.bool(false),
-  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  /** Keys of internal call tokens: this service's Ed25519 private key and its callers' public keys (libs/rpc service-keys.ts, `npm run service-keys`); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })
   // The default above is published: production refuses to start with it (or any other known development value).

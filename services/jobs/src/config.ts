@@ -42,7 +42,7 @@ export const jobsConfigSchema = commonConfigSchema.extend({
   /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */
   DELIVERY_RETENTION_DAYS: z.coerce.number().positive().default(30),
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(10),
-  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  /** Keys of internal call tokens: this service's Ed25519 private key and its callers' public keys (libs/rpc service-keys.ts, `npm run service-keys`); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 });
 

@@ -26,6 +26,7 @@ describe("dispatcher config", () => {
   it("reads WEBHOOK_DISABLE_AFTER as a duration with its unit, and refuses a bare number", () => {
     expect(parseConfig(configSchema, { ...base, WEBHOOK_DISABLE_AFTER: "90m" }).WEBHOOK_DISABLE_AFTER).toBe(5_400_000);
     expect(parseConfig(configSchema, { ...base, WEBHOOK_DISABLE_AFTER: "2d" }).WEBHOOK_DISABLE_AFTER).toBe(172_800_000);
+    expect(() => parseConfig(configSchema, { ...base, WEBHOOK_DISABLE_AFTER_MS: "86400000" })).toThrow(/WEBHOOK_DISABLE_AFTER_MS: was renamed: set WEBHOOK_DISABLE_AFTER/);
     for (const value of ["86400", "0h", "-1h", "1.5h", "24 hours", ""]) {
       expect(() => parseConfig(configSchema, { ...base, WEBHOOK_DISABLE_AFTER: value }), value).toThrow(/WEBHOOK_DISABLE_AFTER/);
     }

@@ -27,6 +27,8 @@ export const configSchema = commonConfigSchema
    * WEBHOOK_DISABLE_MIN_FAILURES of them) is disabled (docs/webhooks.md, "Auto-disable").
    */
   WEBHOOK_DISABLE_AFTER: env.duration("24h"),
+  /** The variable's former name, in milliseconds: refused, so a deployment that still sets it learns of the rename. */
+  WEBHOOK_DISABLE_AFTER_MS: z.undefined({ error: "was renamed: set WEBHOOK_DISABLE_AFTER to a duration such as 24h" }).optional(),
   /** PostgreSQL pool size per replica: the claim loop, the ingest's group commits and the attempts' writes share it. */
   DATABASE_MAX_CONNECTIONS: z.coerce.number().int().positive().default(20),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
@@ -104,7 +106,7 @@ export const configSchema = commonConfigSchema
    * JOBS_EVENTS' max age (7 days), the longest JetStream could deliver the event again, hence at least 8.
    */
   PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().min(8).default(14),
-  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  /** Keys of internal call tokens: this service's Ed25519 private key and its callers' public keys (libs/rpc service-keys.ts, `npm run service-keys`); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
   })
   // Endpoint secrets are sealed with the same keys as the org's webhook secret (auth).

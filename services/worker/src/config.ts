@@ -71,7 +71,7 @@ export const workerConfigSchema = commonConfigSchema.extend({
   OUTPUT_MAX_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
   /** Name reported with StartJob; defaults to host and pid. */
   WORKER_ID: z.string().optional(),
-  /** Keys of internal call tokens, `service:kid:secret,...` (libs/rpc service-keys.ts); required in production. */
+  /** Keys of internal call tokens: this service's Ed25519 private key and its callers' public keys (libs/rpc service-keys.ts, `npm run service-keys`); required in production. */
   SERVICE_TOKEN_KEYS: serviceTokenKeysVariable(),
 })
   // The default above is published: production refuses to start with it (or any other known development value).

@@ -120,10 +120,10 @@ export async function disableEndpoint(db: DispatcherDb, orgId: string, endpointI
 }
 
 /**
- * Takes the endpoint's recover slot: true unless another recover ran less than `intervalMs` ago (the default
- * endpoint's settings row is created for it).
+ * Takes the endpoint's recover slot, unless another recover ran less than `intervalMs` ago: then how long until the
+ * next may run (the default endpoint's settings row is created for it).
  */
-export async function takeRecoverSlot(db: DispatcherDb, orgId: string, endpointId: string, intervalMs: number, now = Date.now()): Promise<boolean> {
+export async function takeRecoverSlot(db: DispatcherDb, orgId: string, endpointId: string, intervalMs: number, now = Date.now()): Promise<{ taken: true } | { taken: false; retryAfterMs: number }> {
   if (endpointId === DEFAULT_ENDPOINT_ID) {
     await db.insertInto("endpoints").values(defaultEndpointSettings(orgId, now)).onConflict((conflict) => conflict.columns(["org_id", "id"]).doNothing()).execute();
   }
@@ -134,7 +134,10 @@ export async function takeRecoverSlot(db: DispatcherDb, orgId: string, endpointI
     .where("id", "=", endpointId)
     .where((eb) => eb.or([eb("last_recover_at", "is", null), eb("last_recover_at", "<=", now - intervalMs)]))
     .executeTakeFirst();
-  return taken.numUpdatedRows > 0n;
+  if (taken.numUpdatedRows > 0n) return { taken: true };
+  const row = await db.selectFrom("endpoints").select("last_recover_at").where("org_id", "=", orgId).where("id", "=", endpointId).executeTakeFirst();
+  const last = row?.last_recover_at == null ? now : Number(row.last_recover_at);
+  return { taken: false, retryAfterMs: Math.max(0, last + intervalMs - now) };
 }
 
 /**

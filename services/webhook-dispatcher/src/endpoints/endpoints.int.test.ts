@@ -291,7 +291,14 @@ describe("webhook endpoints", () => {
       const mine = deliveries.filter((delivery) => delivery.endpointId === endpointId);
       return mine.length === 4 && mine.every((delivery) => delivery.status === "succeeded");
     });
-    await expect(client.recoverEndpoint({ endpointId, since }, as(orgId))).rejects.toMatchObject({ code: "RATE_LIMITED" });
+    // The wait left of the 60 s interval, carried to the caller (the gateway answers it as Retry-After).
+    const refused = await client.recoverEndpoint({ endpointId, since }, as(orgId)).then(
+      () => undefined,
+      (error: unknown) => error as { code: string; details?: { retryAfterSeconds?: number } },
+    );
+    expect(refused?.code).toBe("RATE_LIMITED");
+    expect(refused?.details?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(refused?.details?.retryAfterSeconds).toBeLessThanOrEqual(60);
   });
 
   it("stores the deliveries still waiting for a deleted endpoint as skipped", async () => {

@@ -214,9 +214,10 @@ export function endpointsRpc(deps: EndpointsRpcDeps): AsyncService<EndpointMetho
       if (!Number.isSafeInteger(until) || until <= request.since) throw validationError("until must be after since");
       const row = await endpointRow(db, orgId, request.endpointId);
       if (row && !row.enabled) throw conflict("The endpoint is disabled; enable it (PATCH) before recovering its deliveries");
-      if (!(await takeRecoverSlot(db, orgId, request.endpointId, deps.recoverIntervalMs, now))) {
+      const slot = await takeRecoverSlot(db, orgId, request.endpointId, deps.recoverIntervalMs, now);
+      if (!slot.taken) {
         throw new AppError("RATE_LIMITED", `One recover per endpoint every ${Math.ceil(deps.recoverIntervalMs / 1000)} s; try again later`, {
-          retryAfterSeconds: Math.ceil(deps.recoverIntervalMs / 1000),
+          retryAfterSeconds: Math.max(1, Math.ceil(slot.retryAfterMs / 1000)),
         });
       }
       const count = await recoverDeliveries(db, orgId, request.endpointId, { since: request.since, until, limit: deps.recoverMax, now });
