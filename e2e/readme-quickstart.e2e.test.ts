@@ -162,6 +162,13 @@ describe.skipIf(!isRoot)("the README's quickstart, run as written against a real
       what: `two verified job.completed webhooks; receiver output:\n${outputs.get(receiver)}`,
     });
     expect(outputs.get(receiver)).not.toContain("refused a delivery");
+    // A delivery its signature does not verify is answered 401, as the reference handler does.
+    const forged = await fetch(`http://${receiverAddress}/hook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-renderbus-signature": `sha256=${"0".repeat(64)}`, "x-renderbus-event": "job.completed" },
+      body: JSON.stringify({ event: "job.completed", jobId: "job_forged" }),
+    });
+    expect(forged.status).toBe(401);
 
     // Every link of the quickstart's text to the running system answers: the dashboard, the API reference.
     const links = [...new Set([...section.matchAll(/http:\/\/127\.0\.0\.1:3000\/(?:[\w/.-]*[\w/])?/g)].map(([link]) => link))];

@@ -51,7 +51,7 @@ const server = createServer((request, response) => {
         response.writeHead(204).end();
       } catch (error) {
         process.stdout.write(`refused a delivery: ${error instanceof Error ? error.message : String(error)}\n`);
-        response.writeHead(400).end();
+        response.writeHead(401).end();
       }
     });
     return;

@@ -14,6 +14,8 @@ describe("dispatcher config", () => {
   it("has the documented webhook defaults: 4 attempts, 8 on the extended schedule, auto-disable after 24 h and 20 failures", () => {
     const config = parseConfig(configSchema, base);
     expect(config.WEBHOOK_RETRY_SCHEDULE_MS).toEqual([5000, 25_000, 125_000]);
+    // An attempt fails without a 2xx within 10 s.
+    expect(config.WEBHOOK_TIMEOUT_MS).toBe(10_000);
     // The seed's delays, then 10 min, 1 h, 6 h, 24 h: 7 delays, 8 attempts.
     expect(config.WEBHOOK_EXTENDED_RETRY_SCHEDULE_MS).toEqual([5000, 25_000, 125_000, 600_000, 3_600_000, 21_600_000, 86_400_000]);
     expect(config.WEBHOOK_DISABLE_AFTER).toBe(86_400_000);

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { describe, expect, it } from "vitest";
 import { apiRoutes } from "../routes/index.js";
@@ -14,8 +16,10 @@ describe("MCP tools generated from the route table", () => {
   const tools = buildMcpTools(apiRoutes);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
 
-  it("offers every tool docs/mcp.md lists", () => {
+  it("offers every tool docs/mcp.md lists, and docs/mcp.md names every tool it offers", () => {
     for (const name of SPEC_TOOLS) expect(byName.has(name), name).toBe(true);
+    const doc = readFileSync(join(import.meta.dirname, "../../../../docs/mcp.md"), "utf8");
+    expect(tools.map((tool) => tool.name).filter((name) => !new RegExp(`\\b${name}\\b`).test(doc))).toEqual([]);
   });
 
   it("has one tool per route except the ones marked mcpTool: false", () => {

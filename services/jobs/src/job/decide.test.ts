@@ -65,6 +65,15 @@ describe("job aggregate", () => {
     expect(state).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" }, cost: undefined, completedAt: 3 });
   });
 
+  it("says a job that failed before it started never started, in its event as on its record", () => {
+    const { state, events } = run(queue, { type: "DispatchJob", now: 2 }, { type: "FailJob", error: { code: "INPUT_ERROR", message: "unreachable" }, now: 3 });
+    const failed = events.at(-1)!;
+    expect(failed.type === "JobFailed" && failed.data.timing).toEqual({ createdAt: 1000, dispatchedAt: 2, startedAt: undefined, completedAt: 3 });
+    expect(state?.startedAt).toBeUndefined();
+    const afterStart = run(queue, { type: "DispatchJob", now: 2 }, { type: "StartJob", workerId: "w", now: 3 }, { type: "FailJob", error: { code: "PROVIDER_ERROR", message: "boom" }, now: 4 }).events.at(-1)!;
+    expect(afterStart.type === "JobFailed" && afterStart.data.timing?.startedAt).toBe(3);
+  });
+
   it.each([
     ["waiting", [] as JobCommand[]],
     ["dispatched", [{ type: "DispatchJob", now: 2 }] as JobCommand[]],

@@ -98,7 +98,9 @@ function timingOf(state: JobState, completedAt: number): jobs.JobTiming {
   return {
     createdAt: state.createdAt,
     dispatchedAt: state.dispatchedAt,
-    startedAt: state.startedAt ?? completedAt,
+    // Absent for a job that failed before it started (an input error, the watchdog): the webhook then says null, as
+    // the job record does; it never claims a start that did not happen.
+    startedAt: state.startedAt,
     completedAt,
   };
 }
