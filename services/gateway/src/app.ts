@@ -44,7 +44,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     onProtoPoisoning: "remove",
     onConstructorPoisoning: "remove",
     // Router-level refusals (a path parameter over 100 characters, a malformed URL) get the error body of docs/concepts.md#errors too.
-    frameworkErrors: (error, request, reply) => sendError(error, request, reply, deps.logger),
+    // They skip the onRequest hooks, so they get the headers every response carries here.
+    frameworkErrors: (error, request, reply) => sendError(error, request, reply.header("X-Request-Id", request.id).header("X-Content-Type-Options", "nosniff"), deps.logger),
     // `request.ip` is the socket peer unless the peer is a proxy the operator declared (TRUSTED_PROXIES).
     trustProxy: deps.config.TRUSTED_PROXIES.length > 0 ? deps.config.TRUSTED_PROXIES : false,
   }) as unknown as FastifyInstance;

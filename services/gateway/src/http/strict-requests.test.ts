@@ -116,3 +116,16 @@ describe("the JSON body parser", () => {
     await app.close();
   });
 });
+
+describe("router-level refusals", () => {
+  it("carry X-Request-Id and the error body like every other response (a malformed escape, an overlong path parameter)", async () => {
+    const app = await inertGatewayApp();
+    for (const url of ["/jobs/%ZZ", `/jobs/job_${"a".repeat(200)}`]) {
+      const response = await app.inject({ method: "GET", url, headers: { "x-request-id": "req-router-1" } });
+      expect(response.statusCode, url).toBeGreaterThanOrEqual(400);
+      expect(response.headers["x-request-id"], url).toBe("req-router-1");
+      expect(response.json(), url).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } });
+    }
+    await app.close();
+  });
+});
