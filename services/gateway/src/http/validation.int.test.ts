@@ -46,6 +46,17 @@ function refusalOf(response: { statusCode: number; body: string }) {
 const nested = (depth: number): string => "[".repeat(depth) + "]".repeat(depth);
 
 describe("request validation", () => {
+  it("names the Idempotency-Key header when its value is refused, and sends nothing on", async () => {
+    const response = await gateway.app.inject({
+      method: "POST",
+      url: "/jobs",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "idempotency-key": "has a space" },
+      payload: JSON.stringify({ type: "thumbnail", inputs: { source: "https://example.com/a.mp4" } }),
+    });
+    expect(refusalOf(response)).toEqual([400, "VALIDATION_ERROR", "Idempotency-Key: must be printable ASCII without spaces"]);
+    expect(submitted).toHaveLength(0);
+  });
+
   it("accepts a well-formed submission (the fake service sees it)", async () => {
     const response = await post(JSON.stringify({ type: "thumbnail", inputs: { source: "https://example.com/a.mp4" } }));
     expect(response.statusCode).toBe(201);

@@ -17,9 +17,10 @@ import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 export const MAX_WAIT_SECONDS = 60;
 export const DEFAULT_WAIT_SECONDS = 30;
 
-const idempotencyKeyPart = z.strictObject({ key: idempotencyKeyHeader });
+// Named after the header, so a refusal names it: "Idempotency-Key: must be printable ASCII without spaces".
+const idempotencyKeyPart = z.strictObject({ "Idempotency-Key": idempotencyKeyHeader });
 const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
-  parseRequestPart(idempotencyKeyPart, { key: headers["idempotency-key"] }, "body").key;
+  parseRequestPart(idempotencyKeyPart, { "Idempotency-Key": headers["idempotency-key"] }, "body")["Idempotency-Key"];
 
 const IDEMPOTENCY_NOTE =
   " Send an Idempotency-Key header (or idempotencyKey argument) and reuse the same key when retrying: a repeat within 24 h returns the first response instead of creating another job.";
