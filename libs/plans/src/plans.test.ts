@@ -9,6 +9,20 @@ describe("loadPlans", () => {
     expect(DEFAULT_PLANS.free).toMatchObject({ requestsPerMinute: 10, concurrency: 2, webhooks: false, jobTypes: "basic" });
   });
 
+  it("holds the plan table row by row: requests, concurrency, batch size, run time, input size, credits, webhooks, job types", () => {
+    const MB = 1024 * 1024;
+    const rows = (["free", "starter", "pro", "scale"] as const).map((name) => {
+      const plan = DEFAULT_PLANS[name];
+      return [plan.requestsPerMinute, plan.concurrency, plan.maxBatchSize, plan.maxRunSeconds, plan.maxInputBytes / MB, plan.monthlyCredits, plan.webhooks, plan.jobTypes];
+    });
+    expect(rows).toEqual([
+      [10, 2, 5, 120, 100, 200, false, "basic"],
+      [30, 5, 10, 300, 500, 1900, true, "all"],
+      [60, 10, 25, 600, 1024, 4900, true, "all"],
+      [120, 25, 50, 900, 5 * 1024, 14_900, true, "all"],
+    ]);
+  });
+
   it("caps the jobs waiting for a slot per org: free 100, starter 1,000, pro 10,000, scale 50,000 (SECURITY-AUDIT finding 12)", () => {
     expect([DEFAULT_PLANS.free, DEFAULT_PLANS.starter, DEFAULT_PLANS.pro, DEFAULT_PLANS.scale].map((plan) => plan.maxQueuedJobs)).toEqual([100, 1000, 10_000, 50_000]);
     expect(loadPlans('{"free":{"maxQueuedJobs":5}}').free.maxQueuedJobs).toBe(5);
