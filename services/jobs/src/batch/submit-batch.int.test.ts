@@ -42,6 +42,18 @@ describe("SubmitBatch", () => {
     expect(finished).toMatchObject({ status: "completed", completedAt: expect.any(Number), counts: { completed: 1, failed: 1, cancelled: 1 } });
   });
 
+  it("lists only the named batch's jobs, not the org's other batches or lone jobs", async () => {
+    const auth = testAuth("pro");
+    const batch = await harness.client.submitBatch({ jobs: [metadataJob(), metadataJob()] }, { auth });
+    const other = await harness.client.submitBatch({ jobs: [metadataJob()] }, { auth });
+    const { job: lone } = await harness.client.submitJob({ job: metadataJob() }, { auth });
+    expect((await harness.client.listJobs({ limit: 10 }, { auth })).jobs).toHaveLength(4);
+    const listed = await harness.client.listJobs({ limit: 10, batchId: batch.id }, { auth });
+    expect(listed.jobs.map((job) => job.id).sort()).toEqual([...batch.jobIds].sort());
+    expect(listed.jobs.map((job) => job.id)).not.toContain(lone!.id);
+    expect((await harness.client.listJobs({ limit: 10, batchId: other.id }, { auth })).jobs.map((job) => job.id)).toEqual(other.jobIds);
+  });
+
   it("rejects the whole batch when one job is invalid, naming it, and creates no job", async () => {
     const auth = testAuth("pro");
     const bad = { type: "thumbnail", inputs: { source: "https://x.test/a.mp4" }, params: { width: -5 }, metadata: {} };
