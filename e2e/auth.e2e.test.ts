@@ -132,6 +132,8 @@ describe("authentication, API keys and rate limits through two gateway replicas"
     expect(accepted.status).toBe(200);
     expect(accepted.body.data).toMatchObject({ webhookUrl: "https://example.com/hook", webhookSecretSet: true });
     const current = await call("GET", "/orgs/current");
+    // The plan's limits as enforced (this run's PLANS_JSON included), so a client need not copy the plan table.
+    expect(current.body.data.limits).toMatchObject({ requestsPerMinute: 1000, concurrency: 5, monthlyCredits: 1900, webhooks: true, jobTypes: "all" });
     expect(JSON.stringify([accepted.body, current.body])).not.toContain(secret);
     expect(lines.join("\n")).not.toContain(secret);
 

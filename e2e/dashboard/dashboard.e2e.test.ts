@@ -28,7 +28,8 @@ describe("the dashboard in a real browser against the running system", () => {
       natsUrl: infra.natsUrl,
       redisUrl: infra.redisUrl,
       namespace: testNamespace("dashe2e"),
-      env: { MODE: "test", LOG_LEVEL: "info", WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800", WEBHOOK_TIMEOUT_MS: "5000" },
+      // A self-hoster's plan override (PLANS_JSON): the Billing page shows the limits the API enforces, not the defaults.
+      env: { MODE: "test", LOG_LEVEL: "info", WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800", WEBHOOK_TIMEOUT_MS: "5000", PLANS_JSON: JSON.stringify({ starter: { requestsPerMinute: 4321 } }) },
     });
     browser = await launchChromium();
   }, 240_000);
@@ -136,6 +137,11 @@ describe("the dashboard in a real browser against the running system", () => {
         intervalMs: 1000,
         what: "the starter plan to show",
       });
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Billing" }).click();
+      await page.getByText("4,321 API requests per minute").waitFor();
+      await page.getByText("1,900 credits included each month").waitFor();
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Webhooks" }).click();
+      await page.getByLabel("Endpoint URL").waitFor();
       await page.getByLabel("Endpoint URL").fill(receiver.url);
       await page.getByLabel("Signing secret").fill("whsec_dashboard_test_secret");
       await page.getByRole("button", { name: "Save webhook settings" }).click();

@@ -345,7 +345,7 @@ export interface paths {
         };
         /**
          * The caller's organization
-         * @description id, name, plan, credits balance, webhookUrl and webhookSecretSet (the secret is never returned).
+         * @description id, name, plan, credits balance, webhookUrl and webhookSecretSet (the secret is never returned), and the plan's limits as this deployment enforces them.
          */
         get: operations["getOrg"];
         put?: never;
@@ -1197,6 +1197,21 @@ export interface components {
             /** @description Balance in credits (1 credit = $0.01) */
             credits: number;
             id: string;
+            limits: {
+                /** @description Jobs running at once */
+                concurrency: number;
+                /** @enum {string} */
+                jobTypes: "basic" | "all";
+                maxBatchSize: number;
+                maxInputBytes: number;
+                /** @description Jobs waiting for a slot at most */
+                maxQueuedJobs: number;
+                maxRunSeconds: number;
+                monthlyCredits: number;
+                /** @description API keys and OAuth tokens together, per minute */
+                requestsPerMinute: number;
+                webhooks: boolean;
+            };
             name: string;
             /** @enum {string} */
             plan: "free" | "starter" | "pro" | "scale";

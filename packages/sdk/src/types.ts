@@ -156,6 +156,18 @@ export interface Org {
   webhookUrl: string | null;
   webhookSecretSet: boolean;
   createdAt: number;
+  /** The plan's limits as this deployment enforces them (self-hosters may override the defaults). */
+  limits: {
+    requestsPerMinute: number;
+    concurrency: number;
+    maxBatchSize: number;
+    maxQueuedJobs: number;
+    maxRunSeconds: number;
+    maxInputBytes: number;
+    monthlyCredits: number;
+    webhooks: boolean;
+    jobTypes: "basic" | "all";
+  };
 }
 
 export interface UpdateOrgWebhookParams {

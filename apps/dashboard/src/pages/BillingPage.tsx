@@ -3,18 +3,12 @@ import { api, withQuery } from "../api";
 import { creditCount, formatCredits, formatTime } from "../format";
 import { Link } from "../router";
 import { EmptyState, ErrorMessage, Loading, PageHeader, DataTable, useResource } from "../components/ui";
-import type { Balance, UsageEntry } from "../types";
-
-/** The plan table of docs/concepts.md, for the plan summary; the API enforces the real (possibly overridden) values. */
-const PLAN_FACTS: Record<string, { credits: string; rpm: number; concurrency: number; webhooks: boolean; types: string }> = {
-  free: { credits: "200", rpm: 10, concurrency: 2, webhooks: false, types: "basic" },
-  starter: { credits: "1,900", rpm: 30, concurrency: 5, webhooks: true, types: "all" },
-  pro: { credits: "4,900", rpm: 60, concurrency: 10, webhooks: true, types: "all" },
-  scale: { credits: "14,900", rpm: 120, concurrency: 25, webhooks: true, types: "all" },
-};
+import type { Balance, Org, UsageEntry } from "../types";
 
 export function BillingPage() {
   const balance = useResource(() => api.get<Balance>("/billing/balance"), []);
+  // The plan's limits as this deployment enforces them (a self-hoster's PLANS_JSON included), from the API.
+  const org = useResource(() => api.get<Org>("/orgs/current"), []);
   const [entries, setEntries] = useState<UsageEntry[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const usage = useResource(async () => {
@@ -39,7 +33,7 @@ export function BillingPage() {
       setLoadingMore(false);
     }
   };
-  const facts = balance.data ? PLAN_FACTS[balance.data.plan] : undefined;
+  const facts = org.data?.limits;
 
   return (
     <>
@@ -55,10 +49,10 @@ export function BillingPage() {
             <p className="big-number capitalize">{balance.data.plan}</p>
             {facts ? (
               <ul className="plain-list">
-                <li>{facts.credits} credits included each month</li>
-                <li>{facts.rpm} API requests per minute</li>
+                <li>{creditCount(facts.monthlyCredits)} included each month</li>
+                <li>{facts.requestsPerMinute.toLocaleString("en-US")} API requests per minute</li>
                 <li>{facts.concurrency} jobs running at once</li>
-                <li>{facts.types === "all" ? "All job types" : "Basic job types"}</li>
+                <li>{facts.jobTypes === "all" ? "All job types" : "Basic job types"}</li>
                 <li>{facts.webhooks ? "Webhooks included" : "No webhooks (Starter and above)"}</li>
               </ul>
             ) : null}

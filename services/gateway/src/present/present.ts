@@ -1,4 +1,5 @@
 import type { auth, jobs, webhooks } from "@renderbus/contracts";
+import { planOf, type Plan, type PlanName } from "@renderbus/plans";
 import type { JobProgress } from "../sse/job-progress-hub.js";
 
 /**
@@ -84,7 +85,9 @@ export function presentApiKey(key: auth.ApiKey) {
   };
 }
 
-export function presentOrg(org: auth.Org) {
+/** The org, with its plan's limits as this deployment enforces them (PLANS_JSON applied). */
+export function presentOrg(org: auth.Org, plans: Record<PlanName, Plan>) {
+  const plan = planOf(org.plan, plans);
   return {
     id: org.id,
     name: org.name,
@@ -93,6 +96,17 @@ export function presentOrg(org: auth.Org) {
     webhookUrl: orNull(org.webhookUrl),
     webhookSecretSet: org.webhookSecretSet,
     createdAt: org.createdAt,
+    limits: {
+      requestsPerMinute: plan.requestsPerMinute,
+      concurrency: plan.concurrency,
+      maxBatchSize: plan.maxBatchSize,
+      maxQueuedJobs: plan.maxQueuedJobs,
+      maxRunSeconds: plan.maxRunSeconds,
+      maxInputBytes: plan.maxInputBytes,
+      monthlyCredits: plan.monthlyCredits,
+      webhooks: plan.webhooks,
+      jobTypes: plan.jobTypes,
+    },
   };
 }
 

@@ -73,11 +73,11 @@ export const accountRoutes = [
     url: "/orgs/current",
     operationId: "getOrg",
     summary: "The caller's organization",
-    description: "id, name, plan, credits balance, webhookUrl and webhookSecretSet (the secret is never returned).",
+    description: "id, name, plan, credits balance, webhookUrl and webhookSecretSet (the secret is never returned), and the plan's limits as this deployment enforces them.",
     tag: "orgs",
     errors: [],
     response: one("Org"),
-    handler: async ({ auth }, deps) => ({ data: presentOrg(await deps.auth.getOrg({}, { auth })) }),
+    handler: async ({ auth }, deps) => ({ data: presentOrg(await deps.auth.getOrg({}, { auth }), deps.plans) }),
   }),
   defineRoute({
     method: "PATCH",
@@ -106,7 +106,7 @@ export const accountRoutes = [
         },
         { auth },
       );
-      return { data: presentOrg(org) };
+      return { data: presentOrg(org, deps.plans) };
     },
   }),
   defineRoute({

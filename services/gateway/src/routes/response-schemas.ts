@@ -123,6 +123,17 @@ export const responseSchemas = {
     webhookUrl: nullableString,
     webhookSecretSet: { type: "boolean", description: "The secret itself is never returned" },
     createdAt: epochMs,
+    limits: object({
+      requestsPerMinute: { type: "integer", description: "API keys and OAuth tokens together, per minute" },
+      concurrency: { type: "integer", description: "Jobs running at once" },
+      maxBatchSize: { type: "integer" },
+      maxQueuedJobs: { type: "integer", description: "Jobs waiting for a slot at most" },
+      maxRunSeconds: { type: "integer" },
+      maxInputBytes: { type: "integer" },
+      monthlyCredits: { type: "integer" },
+      webhooks: { type: "boolean" },
+      jobTypes: { type: "string", enum: ["basic", "all"] },
+    }),
   }),
   Delivery: object({
     id: { type: "string", pattern: "^del_" },
