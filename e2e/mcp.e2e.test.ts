@@ -355,6 +355,10 @@ describe("MCP server at /mcp", () => {
       expect(orgData).toMatchObject({ id: expect.stringMatching(/^org_/), plan: "free" });
       const job = await callOk(agent, "submit_job", { type: "qr.generate", params: { content: "oauth" }, idempotencyKey: randomUUID() });
       expect(job.data.orgId).toBe(orgData.id);
+      // The grant cannot mint a key that would outlive its revocation.
+      const minted = await agent.callTool({ name: "create_api_key", arguments: { name: "outlives the grant" } });
+      expect(minted.isError).toBe(true);
+      expect(JSON.stringify(minted.content)).toContain("FORBIDDEN: An OAuth token cannot create API keys");
       expect((await agent.listTools()).tools.length).toBeGreaterThanOrEqual(17);
       await agent.close();
 

@@ -64,6 +64,15 @@ describe("API keys through gRPC", () => {
     expect(await outcomeOf(harness.authClient.revokeApiKey({ keyId: org.apiKeyId }, { auth: member }))).toBe("FORBIDDEN");
   });
 
+  it("refuses to mint a key for an OAuth token, even an owner's: the key would outlive the grant", async () => {
+    const org = await harness.seedOrg("pro");
+    const agent = { ...org.context, role: "owner", credential: "oauth" };
+    expect(await outcomeOf(harness.authClient.createApiKey({ name: "agent's key" }, { auth: agent }))).toBe("FORBIDDEN");
+    expect((await harness.authClient.listApiKeys({}, { auth: org.context })).apiKeys.map((key) => key.name)).not.toContain("agent's key");
+    // Keys it may still list and revoke, as its user could.
+    expect((await harness.authClient.revokeApiKey({ keyId: org.apiKeyId }, { auth: agent })).revokedAt).toBeTruthy();
+  });
+
   it("publishes auth.events.api_key.revoked with the key hash on revocation", async () => {
     const org = await harness.seedOrg("pro");
     const { Bus } = await import("@renderbus/bus");

@@ -1,4 +1,4 @@
-import { validationError } from "@renderbus/errors";
+import { forbidden, validationError } from "@renderbus/errors";
 import type { auth } from "@renderbus/contracts";
 import type { AsyncService } from "@renderbus/rpc";
 import type { AuthResources } from "../auth-resources.js";
@@ -22,6 +22,9 @@ export function authRpc(store: AuthResources, betterAuth: RenderbusAuth, lastUse
     resolveAccessToken: (request) => resolveAccessToken(store, request.token, request.resource),
     async createApiKey(request, context) {
       const caller = context.requireAuth();
+      // A key lives until revoked; an agent's OAuth grant must end when it is revoked or its user signs out, so the
+      // grant cannot mint a credential that outlives it (security audit finding 10).
+      if (caller.credential === "oauth") throw forbidden("An OAuth token cannot create API keys; create them from the dashboard or with an API key");
       await requireManager(store, caller);
       return createApiKey(store, caller.orgId, caller.userId, request.name);
     },
