@@ -9,6 +9,7 @@ export interface Plan {
   requestsPerMinute: number;
   /** Jobs running at once per org; more wait in submission order. */
   concurrency: number;
+  /** Jobs in one `POST /batches`; at most MAX_BATCH_SIZE, the request body's own bound. */
   maxBatchSize: number;
   /**
    * Jobs an org may have waiting for a slot (status `waiting`) at once; a submission that would go past it is refused
@@ -25,6 +26,12 @@ export interface Plan {
 
 const MB = 1024 * 1024;
 
+/**
+ * The most jobs one batch request may hold on any plan: it bounds the request body the gateway parses and validates
+ * before it knows the plan, so a plan override cannot raise it (PLANS_JSON above it is refused at start).
+ */
+export const MAX_BATCH_SIZE = 1000;
+
 /** The one table of plan values (shown to users in docs/concepts.md). Self-hosters override entries with `PLANS_JSON`. */
 export const DEFAULT_PLANS: Record<PlanName, Plan> = {
   free: { name: "free", requestsPerMinute: 10, concurrency: 2, maxBatchSize: 5, maxQueuedJobs: 100, maxRunSeconds: 120, maxInputBytes: 100 * MB, monthlyCredits: 200, webhooks: false, jobTypes: "basic" },
@@ -38,7 +45,7 @@ const overrideSchema = z.partialRecord(
   z.strictObject({
     requestsPerMinute: z.number().int().positive(),
     concurrency: z.number().int().positive(),
-    maxBatchSize: z.number().int().positive(),
+    maxBatchSize: z.number().int().positive().max(MAX_BATCH_SIZE),
     maxQueuedJobs: z.number().int().positive(),
     maxRunSeconds: z.number().int().positive(),
     maxInputBytes: z.number().int().positive(),

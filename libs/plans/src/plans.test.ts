@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_PLANS, isPlanName, loadPlans, planOf } from "./index.js";
+import { DEFAULT_PLANS, isPlanName, loadPlans, MAX_BATCH_SIZE, planOf } from "./index.js";
 
 describe("loadPlans", () => {
   it("returns the documented plan table (docs/concepts.md) without PLANS_JSON", () => {
@@ -37,6 +37,11 @@ describe("loadPlans", () => {
     expect(DEFAULT_PLANS.free.requestsPerMinute).toBe(10);
   });
 
+  it("lets a plan's batch size go up to the request's own bound, 1,000 jobs", () => {
+    expect(MAX_BATCH_SIZE).toBe(1000);
+    expect(loadPlans('{"scale":{"maxBatchSize":1000}}').scale.maxBatchSize).toBe(1000);
+  });
+
   it("reads PLANS_JSON from the environment by default", () => {
     const previous = process.env.PLANS_JSON;
     process.env.PLANS_JSON = '{"starter":{"concurrency":7}}';
@@ -55,6 +60,7 @@ describe("loadPlans", () => {
     ["a negative limit", '{"free":{"concurrency":-1}}'],
     ["a wrong type", '{"pro":{"webhooks":"yes"}}'],
     ["an unknown job type set", '{"pro":{"jobTypes":"some"}}'],
+    ["a batch size above what a batch request may hold (1,000)", '{"scale":{"maxBatchSize":1001}}'],
   ])("rejects an override with %s", (_what, json) => {
     expect(() => loadPlans(json)).toThrow();
   });

@@ -1,5 +1,6 @@
 import { JOB_STATUSES } from "@renderbus/job-types";
 import { z } from "zod";
+import { MAX_BATCH_SIZE } from "@renderbus/plans";
 import { notFound } from "@renderbus/errors";
 import type { jobs } from "@renderbus/contracts";
 import type { AuthContext } from "@renderbus/rpc";
@@ -144,7 +145,7 @@ export const jobRoutes = [
     description: `Validates every job first (all or nothing), checks credits once, and queues them as one batch.${QUEUE_CAP_NOTE}${IDEMPOTENCY_NOTE}`,
     tag: "batches",
     successStatus: 201,
-    body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(1000) }),
+    body: z.strictObject({ jobs: z.array(jobSpec).min(1).max(MAX_BATCH_SIZE) }),
     effects: { openWorld: true },
     mcpTask: "batch",
     errors: ["VALIDATION_ERROR", "INVALID_JOB_TYPE", "PLAN_LIMIT", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED", "CONFLICT"],
