@@ -290,6 +290,63 @@ describe("the dashboard in a real browser against the running system", () => {
     300_000,
   );
 
+  it("filters the jobs list by status, type and batch from the form and the URL, and opens a failed job's error", async () => {
+    const { context, problems } = await newContext({ width: 1280, height: 900 });
+    const { page } = await signUp(context, "Fay Filters");
+    // Three jobs, as the dashboard's own client would send them (session cookie and CSRF token): a batch of two QR
+    // codes and a metadata job whose source refuses connections, so it fails.
+    const submitted = await page.evaluate(async () => {
+      const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec((globalThis as unknown as { document: { cookie: string } }).document.cookie)?.[1] ?? "";
+      const post = async (path: string, body: unknown) =>
+        ((await (await fetch(path, { method: "POST", headers: { "content-type": "application/json", "x-csrf-token": token }, body: JSON.stringify(body) })).json()) as { data: { id: string; jobs?: { id: string }[] } }).data;
+      const batch = await post("/batches", { jobs: [1, 2].map((n) => ({ type: "qr.generate", params: { content: `filter ${n}` } })) });
+      const failing = await post("/jobs", { type: "extract.metadata", inputs: { source: "http://127.0.0.1:1/missing.mp4" } });
+      return { batchId: batch.id, failingId: failing.id };
+    });
+    await waitFor(
+      async () => {
+        const jobs = await page.evaluate(async () => ((await (await fetch("/jobs?limit=10")).json()) as { data: { status: string }[] }).data);
+        return jobs.length === 3 && jobs.every((job) => job.status === "completed" || job.status === "failed") ? true : undefined;
+      },
+      { timeoutMs: LONG, intervalMs: 500, what: "the three jobs to finish" },
+    );
+    const rows = page.locator("tr[data-job-id]");
+    const listed = async (count: number) => {
+      await waitFor(async () => ((await rows.count()) === count ? true : undefined), { timeoutMs: 30_000, what: `${count} rows` });
+      return rows.evaluateAll((elements) => elements.map((element) => element.getAttribute("data-job-id")));
+    };
+
+    await page.goto("/app/jobs");
+    expect(await listed(3)).toContain(submitted.failingId);
+    const filters = page.getByRole("form", { name: "Filter jobs" });
+    await filters.getByLabel("Status").selectOption("failed");
+    await filters.getByRole("button", { name: "Apply filters" }).click();
+    expect(await listed(1)).toEqual([submitted.failingId]);
+    expect(new URL(page.url()).searchParams.get("status")).toBe("failed");
+    await expectAccessible(page);
+
+    // Clear brings every job back; the batch id alone lists the batch's two.
+    await filters.getByRole("button", { name: "Clear" }).click();
+    expect(await listed(3)).toHaveLength(3);
+    await filters.getByLabel("Batch id").fill(submitted.batchId);
+    await filters.getByRole("button", { name: "Apply filters" }).click();
+    expect(await listed(2)).not.toContain(submitted.failingId);
+    await expect(rows.first().getByRole("link", { name: submitted.batchId }).isVisible()).resolves.toBe(true);
+
+    // A filtered URL opened directly fills the form and the list.
+    await page.goto("/app/jobs?type=extract.metadata");
+    expect(await listed(1)).toEqual([submitted.failingId]);
+    expect(await filters.getByLabel("Type").inputValue()).toBe("extract.metadata");
+
+    await rows.first().getByRole("link", { name: submitted.failingId }).click();
+    await page.locator(".status-line [data-status='failed']").waitFor();
+    expect(await page.locator(".alert-error").innerText()).toMatch(/^INPUT_ERROR: /);
+    await screenshot(page, "desktop-job-failed");
+    await expectAccessible(page);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 240_000);
+
   it("signs out and back in, and shows a wrong password as a readable message", async () => {
     const { context } = await newContext({ width: 1280, height: 900 });
     const { page, email } = await signUp(context, "Sam Signout");

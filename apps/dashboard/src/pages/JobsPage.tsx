@@ -84,6 +84,10 @@ export function JobsPage() {
     navigate(next);
   };
   const filtered = Boolean(filters.status || filters.type || filters.batchId);
+  // The URL's type is an option from the first render: the select is uncontrolled, so a default value that matched
+  // no option yet (the types still loading) would show "Any type" for a filtered list, and the next Apply would drop it.
+  const knownTypes = (jobTypes.data ?? []).map((type) => type.name);
+  const typeOptions = filters.type && !knownTypes.includes(filters.type) ? [filters.type, ...knownTypes] : knownTypes;
 
   return (
     <>
@@ -114,9 +118,9 @@ export function JobsPage() {
           <label htmlFor="filter-type">Type</label>
           <select id="filter-type" name="type" defaultValue={filters.type}>
             <option value="">Any type</option>
-            {(jobTypes.data ?? []).map((type) => (
-              <option key={type.name} value={type.name}>
-                {type.name}
+            {typeOptions.map((name) => (
+              <option key={name} value={name}>
+                {name}
               </option>
             ))}
           </select>
