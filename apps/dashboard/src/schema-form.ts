@@ -12,6 +12,7 @@ export interface JsonSchemaProperty {
   title?: string;
   minimum?: number;
   maximum?: number;
+  multipleOf?: number;
   minLength?: number;
   maxLength?: number;
 }
@@ -24,7 +25,7 @@ export interface ObjectJsonSchema {
 
 export type FormField =
   | { kind: "select"; name: string; label: string; description?: string; required: boolean; options: string[]; defaultValue: string }
-  | { kind: "number"; name: string; label: string; description?: string; required: boolean; integer: boolean; min?: number; max?: number; defaultValue: string }
+  | { kind: "number"; name: string; label: string; description?: string; required: boolean; integer: boolean; min?: number; max?: number; multipleOf?: number; defaultValue: string }
   | { kind: "text"; name: string; label: string; description?: string; required: boolean; minLength?: number; maxLength?: number; defaultValue: string }
   | { kind: "checkbox"; name: string; label: string; description?: string; required: false; defaultValue: boolean };
 
@@ -70,6 +71,7 @@ export function fieldsFromSchema(schema: ObjectJsonSchema | undefined): FormFiel
         integer: type === "integer",
         ...(property.minimum !== undefined ? { min: property.minimum } : {}),
         ...(property.maximum !== undefined ? { max: property.maximum } : {}),
+        ...(property.multipleOf !== undefined ? { multipleOf: property.multipleOf } : {}),
         defaultValue: typeof property.default === "number" ? String(property.default) : "",
       };
     }
@@ -115,6 +117,8 @@ export function paramsFromValues(fields: FormField[], values: FormValues): Param
       else if (field.integer && !Number.isInteger(number)) errors[field.name] = `${field.label} must be a whole number`;
       else if (field.min !== undefined && number < field.min) errors[field.name] = `${field.label} must be at least ${field.min}`;
       else if (field.max !== undefined && number > field.max) errors[field.name] = `${field.label} must be at most ${field.max}`;
+      else if (field.multipleOf !== undefined && number % field.multipleOf !== 0)
+        errors[field.name] = field.multipleOf === 2 ? `${field.label} must be an even number` : `${field.label} must be a multiple of ${field.multipleOf}`;
       else params[field.name] = number;
       continue;
     }

@@ -7,7 +7,7 @@ const transcode: ObjectJsonSchema = {
   properties: {
     codec: { default: "h264", description: "Video codec", type: "string", enum: ["h264", "h265", "vp9", "av1"] },
     crf: { default: 23, description: "Constant rate factor", type: "integer", minimum: 0, maximum: 63 },
-    width: { description: "Output width in pixels (even)", type: "integer", minimum: 16, maximum: 7680 },
+    width: { description: "Output width in pixels (even)", type: "integer", minimum: 16, maximum: 7680, multipleOf: 2 },
     fps: { description: "Output frame rate", type: "number", minimum: 1, maximum: 120 },
   },
 };
@@ -40,7 +40,7 @@ describe("job params form generated from the job type's JSON Schema", () => {
     const [codec, crf, width] = fieldsFromSchema(transcode);
     expect(codec).toMatchObject({ label: "Codec", description: "Video codec", options: ["h264", "h265", "vp9", "av1"], defaultValue: "h264" });
     expect(crf).toMatchObject({ label: "CRF", integer: true, min: 0, max: 63, defaultValue: "23" });
-    expect(width).toMatchObject({ defaultValue: "" });
+    expect(width).toMatchObject({ min: 16, max: 7680, multipleOf: 2, defaultValue: "" });
     expect(initialValues(fieldsFromSchema(transcode))).toEqual({ codec: "h264", crf: "23", width: "", fps: "" });
     expect(labelFor("audioBitrate")).toBe("Audio bitrate");
     expect(labelFor("fontSize")).toBe("Font size");
@@ -63,6 +63,7 @@ describe("job params form generated from the job type's JSON Schema", () => {
       },
     });
     expect(paramsFromValues(fieldsFromSchema(qr), { content: "  ", format: "png", transparent: false })).toEqual({ ok: false, errors: { content: "Content is required" } });
+    expect(paramsFromValues(fieldsFromSchema(transcode), { codec: "h264", crf: "23", width: "641", fps: "" })).toEqual({ ok: false, errors: { width: "Width must be an even number" } });
   });
 
   it("sends a checkbox only when it differs from the default", () => {

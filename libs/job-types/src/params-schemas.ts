@@ -13,7 +13,8 @@ export const VIDEO_FORMATS = ["mp4", "webm", "mkv", "mov"] as const;
 export const X264_PRESETS = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"] as const;
 
 // Even dimensions only: yuv420p encoders (x264, x265, vp9) reject odd widths and heights.
-const dimension = z.number().int().min(16).max(7680).refine((value) => value % 2 === 0, "must be an even number");
+// multipleOf, not a refine, so that the published JSON Schema says it too.
+const dimension = z.number().int().min(16).max(7680).multipleOf(2, "must be an even number");
 
 /** Params of `transcode`. width/height alone keep the aspect ratio; both together scale to exactly that size. */
 export const transcodeParams = z.strictObject({
@@ -36,6 +37,14 @@ export const transcodeParams = z.strictObject({
   if (params.format === "mov" && (params.codec === "vp9" || params.codec === "av1")) {
     context.addIssue({ code: "custom", path: ["codec"], input: params.codec, message: "must be h264 or h265 when format is mov" });
   }
+}).meta({
+  // The same three rules for the published JSON Schema (GET /job-types, MCP), which a refine does not reach. A field
+  // left out takes its default (codec h264, format mp4), so an absent codec counts as h264 here too.
+  allOf: [
+    { if: { properties: { codec: { enum: ["h264", "h265"] } } }, then: { properties: { crf: { maximum: 51 } } } },
+    { if: { properties: { format: { const: "webm" } }, required: ["format"] }, then: { properties: { codec: { enum: ["vp9", "av1"] } }, required: ["codec"] } },
+    { if: { properties: { format: { const: "mov" } }, required: ["format"] }, then: { properties: { codec: { enum: ["h264", "h265"] } } } },
+  ],
 });
 
 /** Params of `thumbnail`. */

@@ -318,7 +318,7 @@ function ParamField({ field, value, error, onChange }: { field: FormField; value
           {...common}
           type="number"
           inputMode={field.integer ? "numeric" : "decimal"}
-          step={field.integer ? 1 : "any"}
+          step={field.multipleOf ?? (field.integer ? 1 : "any")}
           min={field.min}
           max={field.max}
           value={String(value)}
