@@ -34,7 +34,7 @@ describe.skipIf(!superuser)("NATS accounts and permissions", () => {
   beforeAll(async () => {
     // The jobs service's own user declares the job streams, as it does at start-up.
     jobs = await Bus.connect({ url: serverUrl, name: "jobs-perm-test", namespace, credentials: { user: "jobs", password: devNatsPassword("jobs") } });
-    await jobs.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents]);
+    await jobs.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents, STREAMS.authEvents]);
   });
 
   afterAll(async () => {
@@ -111,6 +111,28 @@ describe.skipIf(!superuser)("NATS accounts and permissions", () => {
       await expect(jobs.jsm.streams.info(stream)).resolves.toMatchObject({ config: { name: stream } });
     } finally {
       await gateway.close();
+    }
+  });
+
+  it("lets the jobs service read org changes from the auth events, and nothing else of that stream", async () => {
+    const auth = await Bus.connect({ url: serverUrl, name: "auth-perm-test", namespace, credentials: { user: "auth", password: devNatsPassword("auth") } });
+    try {
+      await auth.publish("auth.events.org.updated", { orgId: "org_perm", plan: "pro", occurredAt: 1 });
+      const seen: string[] = [];
+      const handle = await jobs.consume<{ orgId: string }>({
+        stream: STREAMS.authEvents,
+        durable: "perm-test-org-plans",
+        filterSubjects: ["auth.events.org.updated"],
+        handler: async (message) => void seen.push(message.data.orgId),
+      });
+      const deadline = Date.now() + 10_000;
+      while (!seen.includes("org_perm") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      await handle.stop();
+      expect(seen).toContain("org_perm");
+      // That it may not read key revocations is the production matrix's (nats-permissions.test.ts, from docs/events.md):
+      // this server's any-namespace rules widen stream rights to every stream, so it cannot show it.
+    } finally {
+      await auth.close();
     }
   });
 

@@ -19,14 +19,26 @@ function matches(pattern: string, subject: string): boolean {
 const mayPublish = (user: NatsUser, subject: string, namespaces?: string[]) => natsPermissions(user, namespaces).publish.some((pattern) => matches(pattern, subject));
 const maySubscribe = (user: NatsUser, subject: string, namespaces?: string[]) => natsPermissions(user, namespaces).subscribe.some((pattern) => matches(pattern, subject));
 
-/** Reads `subject`: a core subscription, or pulling from a durable on the stream that holds it. */
+/** Reads `subject`: a core subscription, or pulling from a durable it may create on the stream that holds it. */
 function mayRead(user: NatsUser, subject: string): boolean {
   if (maySubscribe(user, subject)) return true;
   const stream = Object.values(STREAMS).find((spec) => spec.subjects.some((pattern) => matches(pattern, subject)));
-  return stream !== undefined && mayPublish(user, `$JS.API.CONSUMER.MSG.NEXT.${stream.name}.any-durable`);
+  return (
+    stream !== undefined &&
+    mayPublish(user, `$JS.API.CONSUMER.MSG.NEXT.${stream.name}.any-durable`) &&
+    mayPublish(user, `$JS.API.CONSUMER.CREATE.${stream.name}.any-durable.${subject}`)
+  );
 }
 
 describe("the NATS permission matrix", () => {
+  it("lets the jobs service create durables on the auth events filtered on org changes only", () => {
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans.auth.events.org.updated")).toBe(true);
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans.auth.events.api_key.revoked")).toBe(false);
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans")).toBe(false);
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans.auth.events.>")).toBe(false);
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.DURABLE.CREATE.AUTH_EVENTS.jobs-org-plans")).toBe(false);
+  });
+
   it("matches docs/events.md: who may publish and who may read each subject", () => {
     const events = readFileSync(join(resolve(import.meta.dirname, "..", "..", ".."), "docs", "events.md"), "utf8");
     const rows = [...events.matchAll(/^\| `([a-z_.]+)` \| [^|]+ \| ([^|]+) \| ([^|]+) \|/gm)];

@@ -19,6 +19,11 @@ export interface NatsGrant {
   declares: StreamSpec[];
   /** Streams whose durables it creates and pulls from (and acks). */
   consumes: StreamSpec[];
+  /**
+   * Streams it reads only some subjects of: its durables must filter on one of them (`CONSUMER.CREATE.<stream>.
+   * <durable>.<filter>`, the only form allowed), so the rest of the stream stays unread.
+   */
+  consumesSubjects?: { stream: StreamSpec; subjects: string[] }[];
   /** Streams whose durables it may delete (`bus.consume({replaces})` retires an old layout). */
   retiresConsumers?: StreamSpec[];
   /** Streams whose stored messages it reads by subject and purges (the worker's crash ledger). */
@@ -44,10 +49,11 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
     publishes: ["auth.events.>"],
     listens: [],
   },
-  // Outbox of job events and dispatches; keeps each job's delivery log.
+  // Outbox of job events and dispatches; keeps each job's delivery log and each org's current plan.
   jobs: {
-    declares: [STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents],
+    declares: [STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents, STREAMS.authEvents],
     consumes: [STREAMS.webhookEvents],
+    consumesSubjects: [{ stream: STREAMS.authEvents, subjects: ["auth.events.org.updated"] }],
     readsMessages: [STREAMS.jobDispatch],
     publishes: ["jobs.events.>", "jobs.dispatch.>"],
     listens: [],
@@ -130,7 +136,7 @@ export function natsPermissions(user: NatsUser, namespaces: NatsNamespaces = PRO
   const publish = new Set<string>();
   const subscribe = new Set<string>([`${natsInboxPrefix(user)}.>`]);
   // Bus.connect asks the JetStream account info once (jetstreamManager); every user with a stream right needs it.
-  const usesJetStream = grant.declares.length + grant.consumes.length > 0 || grant.publishes.length > 0;
+  const usesJetStream = grant.declares.length + grant.consumes.length + (grant.consumesSubjects?.length ?? 0) > 0 || grant.publishes.length > 0;
   if (usesJetStream) publish.add("$JS.API.INFO");
   for (const namespace of namespaces) {
     const subject = (logical: string) => (namespace ? `${namespace}.${logical}` : logical);
@@ -143,6 +149,13 @@ export function natsPermissions(user: NatsUser, namespaces: NatsNamespaces = PRO
       // CREATE.<stream>.<durable>[.<filter subject>] (nats-server 2.9 API), DURABLE.CREATE for older servers.
       publish.add(`$JS.API.CONSUMER.CREATE.${stream(spec)}.>`);
       publish.add(`$JS.API.CONSUMER.DURABLE.CREATE.${stream(spec)}.*`);
+      publish.add(`$JS.API.CONSUMER.INFO.${stream(spec)}.*`);
+      publish.add(`$JS.API.CONSUMER.MSG.NEXT.${stream(spec)}.*`);
+      publish.add(`$JS.ACK.${stream(spec)}.>`);
+    }
+    for (const { stream: spec, subjects } of grant.consumesSubjects ?? []) {
+      publish.add(`$JS.API.STREAM.INFO.${stream(spec)}`);
+      for (const logical of subjects) publish.add(`$JS.API.CONSUMER.CREATE.${stream(spec)}.*.${subject(logical)}`);
       publish.add(`$JS.API.CONSUMER.INFO.${stream(spec)}.*`);
       publish.add(`$JS.API.CONSUMER.MSG.NEXT.${stream(spec)}.*`);
       publish.add(`$JS.ACK.${stream(spec)}.>`);

@@ -8,6 +8,7 @@ export * from './test-infra.js';
 export * from "./test-database.js";
 export * from "./system.js";
 export * from "./outcome.js";
+export * from "./eventually.js";
 export * from "./run-tmpdir.js";
 export { ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';
 export { getFreePort } from './free-port.js';

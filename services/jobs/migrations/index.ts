@@ -119,4 +119,15 @@ export const migrations: Migrations = {
       await sql`create index dispatch_resends_last_at on dispatch_resends (last_at)`.execute(db);
     },
   },
+  "2026-12-01-001-org-plans": {
+    async up(db: Kysely<any>) {
+      // Each org's current plan, from the auth service's org.updated events (src/plans/org-plan-consumer.ts): the
+      // scheduler gives an org the concurrency of the plan it is on now, not the one its waiting jobs were submitted on.
+      await sql`create table org_plans (
+          org_id text primary key,
+          plan text not null,
+          changed_at bigint not null
+        )`.execute(db);
+    },
+  },
 };

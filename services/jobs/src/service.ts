@@ -12,6 +12,7 @@ import type { JobsDatabase } from "./db/jobs-database.js";
 import type { JobsDeps } from "./deps.js";
 import { JobCreator } from "./job/job-creator.js";
 import { startDeliveryConsumer } from "./deliveries/delivery-consumer.js";
+import { startOrgPlanConsumer } from "./plans/org-plan-consumer.js";
 import { registerJobsMetrics } from "./metrics.js";
 import { jobsRetentionSteps } from "./retention/prune.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
@@ -58,15 +59,16 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
   await migrateToLatest(database.db, JOBS_SCHEMA, migrations);
 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "jobs", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
-  await bus.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents]);
+  await bus.ensureStreams([STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents, STREAMS.authEvents]);
   const relay = await startOutboxRelay({ pool: database.pool, schema: JOBS_SCHEMA, bus, logger });
   if (metrics) registerJobsMetrics(metrics, database.db, relay);
-  const scheduler = startScheduler({ db: database.db, logger, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS, fullRecheckMs: config.JOBS_SCHEDULER_FULL_RECHECK_MS });
+  const plans = loadPlans(config.PLANS_JSON);
+  const scheduler = startScheduler({ db: database.db, logger, plans, sweepIntervalMs: config.JOBS_SCHEDULER_SWEEP_MS, fullRecheckMs: config.JOBS_SCHEDULER_FULL_RECHECK_MS });
   const creditCheck = credits ?? billingCreditCheck(config.AUTH_GRPC_ADDRESS, identity, { cacheMs: config.CREDIT_CHECK_CACHE_MS });
   const deps: JobsDeps = {
     db: database.db,
     jobCreator: new JobCreator(database.db),
-    plans: loadPlans(config.PLANS_JSON),
+    plans,
     credits: creditCheck,
     scheduler,
     logger,
@@ -80,6 +82,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     resend: { afterMs: config.DISPATCH_RESEND_AFTER_MS, max: config.DISPATCH_RESENDS, dispatchHeld: dispatchHeldIn(bus) },
   });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
+  const orgPlans: ConsumerHandle = await startOrgPlanConsumer(bus, database.db, scheduler);
   const retention = startRetentionSweeper({
     intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,
     logger,
@@ -107,6 +110,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
       await retention.stop();
       await scheduler.stop();
       await deliveries.stop();
+      await orgPlans.stop();
       // Publish what is committed before leaving, for at most 5 s (an unreachable NATS must not hang shutdown).
       await relay.drained(5000);
       await relay.stop();

@@ -74,8 +74,16 @@ export interface DispatchResendTable {
   last_at: number;
 }
 
+/** An org's plan as last announced by the auth service (auth.events.org.updated). */
+export interface OrgPlanTable {
+  org_id: string;
+  plan: string;
+  changed_at: number;
+}
+
 export interface JobsDatabase extends EventStoreTables {
   job_views: JobViewTable;
+  org_plans: OrgPlanTable;
   dispatch_resends: DispatchResendTable;
   batch_views: BatchViewTable;
   idempotency_keys: IdempotencyKeyTable;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { webhooks } from "@renderbus/contracts";
 import { newId } from "@renderbus/ids";
+import { eventually } from "@renderbus/testing";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
 import { STREAMS } from "@renderbus/bus";
 import { DELIVERIES_UPDATED_SUBJECT, DELIVERY_BATCHES_DURABLE, DELIVERY_UPDATED_SUBJECT } from "./delivery-consumer.js";
@@ -21,15 +22,6 @@ const publishBatch = (updates: DeliveryState[]) => {
   const body: webhooks.DeliveriesUpdated = { updates: updates.map((update) => ({ ...update, trace: { traceparent: `00-${"c".repeat(32)}-${"d".repeat(16)}-01` } })) };
   return harness.bus.publish(DELIVERIES_UPDATED_SUBJECT, body, { msgId: newId("evt") });
 };
-
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("webhook deliveries on the job record", () => {
   it("shows the newest state of each delivery, ignoring redelivered and out-of-order updates (lone DeliveryUpdated messages)", async () => {

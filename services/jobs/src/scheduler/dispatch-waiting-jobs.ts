@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import { planOf, type Plan, type PlanName } from "@renderbus/plans";
 import { withTraceHeaders } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { decide } from "../job/decide.js";
@@ -12,10 +13,11 @@ export interface PassOutcome {
 
 /**
  * One scheduling pass for one org: dispatches its oldest waiting jobs while the jobs holding a slot (dispatched or
- * running) stay below the concurrency limit copied into each job at submission. Runs under a per-org transaction
- * advisory lock, so passes on several replicas never count the same free slot twice.
+ * running) stay below the org's concurrency limit: its current plan's once the auth service has announced a plan
+ * change (org_plans), else the one copied into each job at submission. Runs under a per-org transaction advisory
+ * lock, so passes on several replicas never count the same free slot twice.
  */
-export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: string): Promise<PassOutcome> {
+export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: string, plans?: Record<PlanName, Plan>): Promise<PassOutcome> {
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext(${`jobs.schedule:${orgId}`}))`.execute(trx);
     const oldest = await trx
@@ -28,8 +30,11 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
       .limit(1)
       .executeTakeFirst();
     if (!oldest) return { dispatched: 0, full: false };
+    const current = plans ? await trx.selectFrom("org_plans").select("plan").where("org_id", "=", orgId).executeTakeFirst() : undefined;
+    // An upgrade opens slots for jobs already waiting; a downgrade holds the next ones back until the org is under it.
+    const limitOf = (limits: { concurrency: number }) => (current && plans ? planOf(current.plan, plans).concurrency : limits.concurrency);
     let active = await countActiveJobs(trx, orgId);
-    const slots = oldest.limits.concurrency - active;
+    const slots = limitOf(oldest.limits) - active;
     if (slots <= 0) return { dispatched: 0, full: true };
     // Locks the candidates: a concurrent cancel of one of them finishes first, and the row is re-checked after.
     const candidates = await trx
@@ -46,7 +51,7 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
     const now = Date.now();
     for (const candidate of candidates) {
       // Submission order per org: a job whose (older) plan allowed fewer slots blocks the ones behind it.
-      if (active >= candidate.limits.concurrency) break;
+      if (active >= limitOf(candidate.limits)) break;
       const loaded = await loadJob(trx, candidate.id);
       if (loaded.state?.status !== "waiting") continue;
       // A pass runs in whichever request asked for it (passes coalesce): the dispatch joins the job's own trace,

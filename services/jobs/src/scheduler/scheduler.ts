@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import type { Plan, PlanName } from "@renderbus/plans";
 import type { Logger } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import { dispatchWaitingJobs, orgsWithWaitingJobs } from "./dispatch-waiting-jobs.js";
@@ -17,11 +18,13 @@ export interface Scheduler {
   stop(): Promise<void>;
 }
 
-export type PassReason = "submitted" | "slot-freed" | "sweep";
+export type PassReason = "submitted" | "slot-freed" | "plan-changed" | "sweep";
 
 export interface SchedulerOptions {
   db: Kysely<JobsDatabase>;
   logger: Logger;
+  /** The plan table (PLANS_JSON applied): an org whose plan changed gets its current plan's concurrency. */
+  plans?: Record<PlanName, Plan>;
   /** Interval of the safety-net sweep over every org with waiting jobs. */
   sweepIntervalMs: number;
   /**
@@ -38,7 +41,7 @@ export interface SchedulerOptions {
  * cost none (a queue behind a busy plan is the common case under load). A failed pass is retried after a second;
  * the periodic sweep covers whatever a crashed replica left behind (committed jobs whose pass never ran).
  */
-export function startScheduler({ db, logger, sweepIntervalMs, fullRecheckMs = 1_000 }: SchedulerOptions): Scheduler {
+export function startScheduler({ db, logger, plans, sweepIntervalMs, fullRecheckMs = 1_000 }: SchedulerOptions): Scheduler {
   const running = new Map<string, { again: boolean; done: Promise<void> }>();
   const fullUntil = new Map<string, number>();
   const counts = { passes: 0, skipped: 0 };
@@ -49,7 +52,7 @@ export function startScheduler({ db, logger, sweepIntervalMs, fullRecheckMs = 1_
       entry.again = false;
       try {
         counts.passes += 1;
-        const { dispatched, full } = await dispatchWaitingJobs(db, orgId);
+        const { dispatched, full } = await dispatchWaitingJobs(db, orgId, plans);
         if (full) fullUntil.set(orgId, Date.now() + fullRecheckMs);
         else fullUntil.delete(orgId);
         if (fullUntil.size > 100_000) fullUntil.clear(); // bound memory; worst case is a few extra passes
