@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Bus, STREAMS, jobProgressSubject } from "@renderbus/bus";
-import { auth, jobs, type jobEvents } from "@renderbus/contracts";
+import { auth, jobs } from "@renderbus/contracts";
 import { AppError } from "@renderbus/errors";
 import { DEFAULT_PLANS } from "@renderbus/plans";
 import { createRpcClient, serviceIdentity } from "@renderbus/rpc";
@@ -11,26 +11,17 @@ import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
 import { startCancelPoller } from "./dispatch/cancel-poller.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
-import { CrashLedger, MAX_CRASHES, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
+import { CrashLedger, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
+import { CRASHED_ONCE_MESSAGE, dispatchHandler } from "./dispatch/handle-dispatch.js";
 import { RunningJobs } from "./dispatch/running-jobs.js";
-import { crashIfAsked } from "./dispatch/test-crash-hook.js";
 import { createInputAgent } from "./fetch-input/guarded-agent.js";
 import { providerError } from "./job-failure.js";
 import { registerWorkerMetrics } from "./metrics.js";
 import { configureMediaCaps } from "./media/media-caps.js";
-import { processDispatch, type JobRunnerDeps } from "./run-job/process-dispatch.js";
+import type { JobRunnerDeps } from "./run-job/process-dispatch.js";
 import { chooseSandbox, configureSandbox } from "./sandbox/sandbox.js";
 import { startOutputPruning } from "./retention/prune-outputs.js";
 
-/** Deliveries of one dispatch after which a job whose processing keeps throwing is failed instead of retried. */
-export const MAX_ATTEMPTS = 5;
-
-/** The failure reported for a job that took its worker process down with it. */
-export const CRASHED_ONCE_MESSAGE = "processing this job crashed the worker";
-export const CRASHED_TWICE_MESSAGE = "processing this job crashed the worker twice";
-
-/** An id from a message that failed validation, fit for a log line: a short string, or nothing. */
-const idOf = (value: unknown): string | undefined => (typeof value === "string" ? value.slice(0, 100) : undefined);
 
 export interface WorkerService {
   workerId: string;
@@ -116,7 +107,6 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   if (crashHook) logger.warn("WORKER_TEST_CRASH_HOOK is on: an input URL with ?rb-test-crash= crashes this worker");
   /** Set by onFatal: from then on nothing settles a message or clears a marker but onFatal itself. */
   let dying = false;
-  const never = () => new Promise<never>(() => undefined);
   const failJob = (jobId: string, message: string) =>
     jobsClient.failJob({ jobId, error: { code: "PROVIDER_ERROR", message: providerError(message).message } }).catch((reportError: unknown) => {
       // CONFLICT: the job already ended.
@@ -137,59 +127,18 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     logger,
     concurrency: config.WORKER_CONCURRENCY,
     ackWaitMs: config.WORKER_ACK_WAIT_MS,
-    async handle(dispatch: jobEvents.JobDispatch, delivery) {
-      const { deliveryCount } = delivery;
-      if (!dispatch?.jobId || !dispatch.orgId) {
-        // Ids only: the message's inputs are URLs that may carry presigned credentials (SECURITY-AUDIT finding 23).
-        logger.error({ jobId: idOf(dispatch?.jobId), orgId: idOf(dispatch?.orgId), deliveryCount }, "malformed dispatch message dropped");
-        // Ended for good: no delivery of it would ever be better formed.
-        return { term: "malformed dispatch" };
-      }
-      const { jobId } = dispatch;
-      // Deliveries that ended with their process (not naks: those clear their marker) make this a poison message.
-      const crashed = await crashes.begin(jobId, deliveryCount);
-      if (crashed >= MAX_CRASHES) {
-        logger.error({ jobId, crashes: crashed, deliveryCount }, "processing this job crashed the worker twice; failing it");
-        await failJob(jobId, CRASHED_TWICE_MESSAGE);
-        metrics?.dispatches.inc({ outcome: "dead_lettered" });
-        // The marker stays (a day): a redelivery despite the term ends here again instead of running the job.
-        return { term: CRASHED_TWICE_MESSAGE };
-      }
-      if (crashed > 0) logger.warn({ jobId, crashes: crashed, deliveryCount }, "job comes back after crashing a worker; running it again");
-      const signal = running.start(jobId, delivery);
-      let settled = false;
-      try {
-        const outcome = await running.run(jobId, () =>
-          (crashHook ? crashIfAsked(dispatch) : undefined) ??
-          processDispatch(dispatch, deps, signal, {
-            onSpawn: (pid) => options.onProviderSpawn?.(jobId, pid),
-          }),
-        );
-        if (dying) return await never();
-        settled = true;
-        // A shutdown stops jobs through the same signal: give the job back to the queue at once.
-        if (outcome === "cancelled" && shuttingDown) {
-          metrics?.dispatches.inc({ outcome: "retried" });
-          return { retryAfterMs: 0 };
-        }
-        metrics?.dispatches.inc({ outcome });
-        return;
-      } catch (error) {
-        if (dying) return await never();
-        settled = true;
-        metrics?.dispatches.inc({ outcome: "error" });
-        if (deliveryCount >= MAX_ATTEMPTS && !(error instanceof AppError && error.code === "SERVICE_UNAVAILABLE")) {
-          logger.error({ err: error, jobId }, "job failed repeatedly; reporting it failed");
-          await failJob(jobId, "the worker could not run the job");
-          return;
-        }
-        throw error;
-      } finally {
-        running.finish(jobId);
-        // The process lived through this delivery, whatever its outcome: it is no crash.
-        if (settled) await crashes.end(jobId);
-      }
-    },
+    handle: dispatchHandler({
+      logger,
+      runner: deps,
+      running,
+      crashes,
+      ...(metrics ? { metrics } : {}),
+      failJob,
+      crashHook,
+      ...(options.onProviderSpawn ? { onProviderSpawn: options.onProviderSpawn } : {}),
+      dying: () => dying,
+      shuttingDown: () => shuttingDown,
+    }),
   });
   logger.info({ workerId, concurrency: config.WORKER_CONCURRENCY, mode: config.MODE, storage: deps.outputs.kind }, "worker started");
 

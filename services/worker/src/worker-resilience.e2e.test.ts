@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem, type ServiceName } from "@renderbus/testing";
 import { api, createOrg, repoRoot, waitFor } from "../../../e2e/helpers.js";
 import { TEST_CRASH_PARAMETER } from "./dispatch/test-crash-hook.js";
-import { CRASHED_ONCE_MESSAGE, CRASHED_TWICE_MESSAGE } from "./service.js";
+import { CRASHED_ONCE_MESSAGE, CRASHED_TWICE_MESSAGE } from "./dispatch/handle-dispatch.js";
 
 /**
  * "Nothing a peer does can crash a service", for the worker, against the whole system (every service its own
