@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { outcomeOf } from "@renderbus/testing";
 import type { AuthContext } from "@renderbus/rpc";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
+import { ORGANIZATIONS_PER_USER } from "../sessions/better-auth.js";
 
 const ORIGIN = "http://127.0.0.1:3000";
 
@@ -126,6 +127,17 @@ describe("organizations on Better Auth's organization plugin: members, roles, in
     const context = await founder.context();
     expect(context).toMatchObject({ orgId: created.json.id, role: "owner", plan: "free" });
     expect(await harness.authClient.getOrg({}, { auth: context })).toMatchObject({ name: "Side project", plan: "free", credits: 200 });
+  });
+
+  it(`caps the organizations one user may belong to at ${ORGANIZATIONS_PER_USER}, the personal one included (each new one comes with free credits)`, async () => {
+    const founder = await signUp(harness, "Serial");
+    const create = (index: number) => founder.call("POST", "/organization/create", { name: `Venture ${index}`, slug: `venture-${index}-${randomBytes(4).toString("hex")}` });
+    for (let index = 2; index <= ORGANIZATIONS_PER_USER; index += 1) expect((await create(index)).status).toBe(200);
+    const refused = await create(ORGANIZATIONS_PER_USER + 1);
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.json)).toMatch(/maximum number of organizations/i);
+    const listed = await founder.call("GET", "/organization/list");
+    expect(listed.json).toHaveLength(ORGANIZATIONS_PER_USER);
   });
 
   it("never deletes an organization from the dashboard (keys, credits and the ledger hang off it)", async () => {
