@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
@@ -345,6 +347,46 @@ describe("the dashboard in a real browser against the running system", () => {
     await expectAccessible(page);
     expect(problems).toEqual([]);
     await context.close();
+  }, 240_000);
+
+  it("cancels a job in progress from its page after asking, and the page shows it cancelled", async () => {
+    // An input that trickles in a byte a second: the worker is still downloading it when the job is cancelled.
+    const sockets = new Set<Socket>();
+    const hanging = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "video/mp4", "content-length": "1000000" });
+      const timer = setInterval(() => response.write("x"), 1000);
+      response.on("close", () => clearInterval(timer));
+    });
+    hanging.on("connection", (socket) => (sockets.add(socket), socket.on("close", () => sockets.delete(socket))));
+    await new Promise<void>((done) => hanging.listen(0, "127.0.0.1", done));
+    const { context, problems } = await newContext({ width: 1280, height: 900 });
+    try {
+      const { page } = await signUp(context, "Cal Cancel");
+      const source = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/slow.mp4`;
+      const jobId = await page.evaluate(async (input) => {
+        const token = /(?:^|;\s*)rb_csrf=([^;]*)/.exec((globalThis as unknown as { document: { cookie: string } }).document.cookie)?.[1] ?? "";
+        const response = await fetch("/jobs", { method: "POST", headers: { "content-type": "application/json", "x-csrf-token": token }, body: JSON.stringify({ type: "extract.metadata", inputs: { source: input } }) });
+        return ((await response.json()) as { data: { id: string } }).data.id;
+      }, source);
+      await page.goto(`/app/jobs/${jobId}`);
+      await page.locator(".status-line [data-status='dispatched']").waitFor({ timeout: LONG });
+      await page.getByText("updating live").waitFor();
+
+      await page.getByRole("button", { name: "Cancel job" }).click();
+      const dialog = page.getByRole("dialog", { name: "Cancel this job?" });
+      await dialog.waitFor();
+      await expectAccessible(page);
+      await dialog.getByRole("button", { name: "Cancel job" }).click();
+      await page.locator(".status-line [data-status='cancelled']").waitFor();
+      expect(await page.getByRole("button", { name: "Cancel job" }).count()).toBe(0);
+      const status = await page.evaluate(async (id) => ((await (await fetch(`/jobs/${id}`)).json()) as { data: { status: string } }).data.status, jobId);
+      expect(status).toBe("cancelled");
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((done) => hanging.close(() => done()));
+    }
   }, 240_000);
 
   it("signs out and back in, and shows a wrong password as a readable message", async () => {
