@@ -64,6 +64,9 @@ export function parseServiceTokenKeys(value: string): ServiceKeyring {
     const where = `entry ${index + 1}`;
     if (!isServiceName(service)) throw new Error(`${where}: service must be one of ${SERVICE_NAMES.join(", ")}`);
     if (!kid || !KID_PATTERN.test(kid)) throw new Error(`${where} (${service}): kid must be 1-64 of A-Z a-z 0-9 . _ -`);
+    // `service:kid:secret`: the shared HMAC secrets of releases before 2026-12-01, which every service could sign with.
+    if (half !== "private" && half !== "public" && material === "" && rest.length === 0)
+      throw new Error(`${where} (${service}:${kid}): shared secrets (service:kid:secret) are no longer accepted; run npm run service-keys and give each service its own line (docs/operations.md, "Internal authentication")`);
     if (half !== "private" && half !== "public") throw new Error(`${where} (${service}:${kid}): must be service:kid:private:<seed> or service:kid:public:<key>`);
     if (rest.length > 0 || !BASE64URL_32_BYTES.test(material)) throw new Error(`${where} (${service}:${kid}): the ${half} key must be 32 bytes, base64url (43 characters)`);
     const bytes = Buffer.from(material, "base64url");

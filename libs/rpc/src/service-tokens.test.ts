@@ -28,7 +28,8 @@ describe("SERVICE_TOKEN_KEYS", () => {
   it.each([
     ["an unknown service", `billing:k1:private:${"a".repeat(43)}`, /service must be one of/],
     ["a key of the wrong length", `auth:k1:private:${"a".repeat(42)}`, /32 bytes, base64url/],
-    ["a shared secret (the old HS256 form)", `auth:k1:${"a".repeat(43)}`, /service:kid:private:<seed> or service:kid:public:<key>/],
+    ["a shared secret (the old HS256 form), saying what to do", `auth:k1:${"a".repeat(43)}`, /shared secrets \(service:kid:secret\) are no longer accepted; run npm run service-keys/],
+    ["a half that is neither private nor public", `auth:k1:secret:${"a".repeat(43)}`, /service:kid:private:<seed> or service:kid:public:<key>/],
     ["a bad kid", `auth:k/1:private:${"a".repeat(43)}`, /kid must be/],
     ["a duplicate kid", `auth:k1:private:${"a".repeat(43)},auth:k1:public:${"b".repeat(43)}`, /listed twice/],
     ["nothing", " , ", /at least one/],
