@@ -13,6 +13,12 @@ export function jobProgressSubject(orgId: string, jobId: string): string | undef
   return TOKEN.test(orgId) && TOKEN.test(jobId) ? `jobs.progress.${orgId}.${jobId}` : undefined;
 }
 
+/** When a running job was created and started (epoch ms), as its progress messages carry it. */
+export interface JobProgressTiming {
+  createdAt: number;
+  startedAt: number;
+}
+
 /** The body of a progress message. */
 export interface JobProgressMessage {
   orgId: string;
@@ -23,5 +29,5 @@ export interface JobProgressMessage {
   /** Epoch ms. */
   updatedAt: number;
   /** When the job was created and started (epoch ms); absent from workers older than the `job.progress` timing. */
-  timing?: { createdAt: number; startedAt: number };
+  timing?: JobProgressTiming;
 }

@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { OutboxRelay } from "@renderbus/db";
 import { Histogram, registerGaugeReader, type Registry } from "@renderbus/telemetry";
 import type { JobsDatabase } from "./db/jobs-database.js";
-import { JOB_STATUSES } from "./job/job.js";
+import { JOB_STATUSES } from "@renderbus/job-types";
 
 /**
  * The jobs service's Prometheus metrics. They are read from the projections at scrape time, so they describe the

@@ -13,7 +13,6 @@ import { parseRequestPart } from "../http/validation.js";
 import { checkUploadInputs } from "../uploads/upload-inputs.js";
 import { jobWaitsOf } from "../jobs-wait/job-waits.js";
 
-
 /** `GET /jobs/{id}/wait` (MCP `wait_for_job`): the longest and the default wait (docs/mcp.md, "Long jobs"). */
 export const MAX_WAIT_SECONDS = 60;
 export const DEFAULT_WAIT_SECONDS = 30;
@@ -22,6 +21,9 @@ export const DEFAULT_WAIT_SECONDS = 30;
 const idempotencyKeyPart = z.strictObject({ "Idempotency-Key": idempotencyKeyHeader });
 const idempotencyKeyOf = (headers: Record<string, unknown>): string | undefined =>
   parseRequestPart(idempotencyKeyPart, { "Idempotency-Key": headers["idempotency-key"] }, "body")["Idempotency-Key"];
+
+/** How long an upload a job names is kept from the submission on (UPLOAD_KEEP_AFTER_USE_HOURS). */
+const uploadKeepMs = (deps: GatewayDeps) => deps.config.UPLOAD_KEEP_AFTER_USE_HOURS * 3_600_000;
 
 const IDEMPOTENCY_NOTE =
   " Send an Idempotency-Key header (or idempotencyKey argument) and reuse the same key when retrying: a repeat within 24 h returns the first response instead of creating another job.";
@@ -55,7 +57,7 @@ export const jobRoutes = [
     response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "", { keepMs: deps.config.UPLOAD_KEEP_AFTER_USE_HOURS * 3_600_000 });
+      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "", { keepMs: uploadKeepMs(deps) });
       const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       if (response.replayed) reply.header("Idempotent-Replayed", "true");
       return { data: presentJob(response.job!) };
@@ -152,7 +154,7 @@ export const jobRoutes = [
     response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`, { keepMs: deps.config.UPLOAD_KEEP_AFTER_USE_HOURS * 3_600_000 });
+      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`, { keepMs: uploadKeepMs(deps) });
       const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       return { data: { id: batch.id, jobCount: batch.jobCount, jobIds: batch.jobIds, status: batch.status } };
     },

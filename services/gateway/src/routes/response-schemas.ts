@@ -1,9 +1,9 @@
-import { JOB_STATUSES } from "@renderbus/job-types";
 /**
  * JSON Schemas of the `data` the routes answer with: the shapes `present/present.ts` builds (docs/concepts.md). Absent
  * optional values are null, never missing. Each route names its own in `response` (one, list or page of these); in
  * tests the gateway checks every response it sends against them (http/response-check.ts).
  */
+import { JOB_STATUSES } from "@renderbus/job-types";
 
 const epochMs = { type: "integer", description: "Epoch milliseconds" } as const;
 const epochMsOrNull = { type: ["integer", "null"], description: "Epoch milliseconds; null until reached" } as const;

@@ -1,12 +1,11 @@
 import type { jobEvents, jobs } from "@renderbus/contracts";
 import { JOB_STATUSES, TERMINAL_JOB_STATUSES, type JobStatus } from "@renderbus/job-types";
 
-export { JOB_STATUSES, type JobStatus };
-export const TERMINAL_STATUSES = TERMINAL_JOB_STATUSES;
+export type { JobStatus };
 /** Statuses that hold one of the org's concurrency slots. */
 export const ACTIVE_STATUSES: readonly JobStatus[] = ["dispatched", "running"];
 
-export const isTerminal = (status: JobStatus): boolean => TERMINAL_STATUSES.includes(status);
+export const isTerminal = (status: JobStatus): boolean => TERMINAL_JOB_STATUSES.includes(status);
 export const isJobStatus = (value: string): value is JobStatus => (JOB_STATUSES as readonly string[]).includes(value);
 
 export type JobLimits = jobEvents.JobLimits;

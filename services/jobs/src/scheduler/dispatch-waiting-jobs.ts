@@ -30,9 +30,10 @@ export async function dispatchWaitingJobs(db: Kysely<JobsDatabase>, orgId: strin
       .limit(1)
       .executeTakeFirst();
     if (!oldest) return { dispatched: 0, full: false };
-    const current = plans ? await trx.selectFrom("org_plans").select("plan").where("org_id", "=", orgId).executeTakeFirst() : undefined;
+    const current = plans && (await trx.selectFrom("org_plans").select("plan").where("org_id", "=", orgId).executeTakeFirst());
     // An upgrade opens slots for jobs already waiting; a downgrade holds the next ones back until the org is under it.
-    const limitOf = (limits: { concurrency: number }) => (current && plans ? planOf(current.plan, plans).concurrency : limits.concurrency);
+    const currentConcurrency = plans && current ? planOf(current.plan, plans).concurrency : undefined;
+    const limitOf = (limits: { concurrency: number }) => currentConcurrency ?? limits.concurrency;
     let active = await countActiveJobs(trx, orgId);
     const slots = limitOf(oldest.limits) - active;
     if (slots <= 0) return { dispatched: 0, full: true };

@@ -1,3 +1,4 @@
+import type { JobProgressTiming } from "@renderbus/bus";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -115,7 +116,7 @@ export async function processDispatch(
     }
     const reservation = reservationFor(estimateOutput(type, (dispatch.params ?? {}) as Record<string, unknown>, probes, sourceDurationMs));
     await reserveJobCredits(deps.billing, { orgId, jobId, credits: reservation.credits, breakdown: reservation.breakdown });
-    let timing: { createdAt: number; startedAt: number } | undefined;
+    let timing: JobProgressTiming | undefined;
     try {
       const { job } = await deps.jobs.startJob({ jobId, workerId: deps.workerId });
       if (job?.timing?.createdAt && job.timing.startedAt) timing = { createdAt: Number(job.timing.createdAt), startedAt: Number(job.timing.startedAt) };

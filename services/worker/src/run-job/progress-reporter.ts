@@ -1,7 +1,8 @@
+import type { JobProgressTiming } from "@renderbus/bus";
 import { jobProgressOf, type FfmpegProgressTick, type JobProgress } from "../providers/ffmpeg-progress.js";
 
 /** Publishes a job's progress (the worker: a core NATS message on `jobs.progress.<orgId>.<jobId>`). */
-export type PublishProgress = (message: { orgId: string; jobId: string } & JobProgress & { timing?: { createdAt: number; startedAt: number } }) => void;
+export type PublishProgress = (message: { orgId: string; jobId: string } & JobProgress & { timing?: JobProgressTiming }) => void;
 
 /** The least time between two progress messages of one job (docs/concepts.md, "Progress"). */
 export const PROGRESS_INTERVAL_MS = 500;
@@ -17,7 +18,7 @@ export function progressReporter(options: {
   /** The output length the job is expected to produce; null when unknown (percent and ETA are then null). */
   expectedOutputMs: number | null;
   /** When the job was created and started (from StartJob), carried on every message for the `job.progress` webhook. */
-  timing?: { createdAt: number; startedAt: number };
+  timing?: JobProgressTiming;
   publish: PublishProgress;
   intervalMs?: number;
   now?: () => number;
