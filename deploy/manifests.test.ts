@@ -173,7 +173,7 @@ describe("deploy manifests", () => {
 
   it("keeps secrets in a Secret and tells services to create streams with 3 replicas", () => {
     const secret = named("Secret", "renderbus-secrets")!;
-    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SECRETS_ENCRYPTION_KEY"]);
+    expect(Object.keys(secret.stringData).sort()).toEqual(["BETTER_AUTH_SECRET", "DATABASE_URL", "OUTPUT_SIGNING_SECRET", "REDIS_URL", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SECRETS_ENCRYPTION_KEY", "SMTP_URL"]);
     const config = named("ConfigMap", "renderbus-config")!;
     expect(config.data.NATS_REPLICAS).toBe("3");
     for (const key of Object.keys(config.data)) expect(key).not.toMatch(/SECRET|PASSWORD|DATABASE_URL/);
@@ -239,6 +239,7 @@ describe("deploy manifests", () => {
       OUTPUT_SIGNING_SECRET: "a-real-output-signing-secret",
       SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
       BETTER_AUTH_SECRET: "x".repeat(48),
+      SMTP_URL: "smtps://renderbus:a-real-password@smtp.example.com:465",
       S3_ACCESS_KEY_ID: "AKIAREALKEYID",
       S3_SECRET_ACCESS_KEY: "a-real-s3-secret-access-key",
     };
@@ -252,7 +253,7 @@ describe("deploy manifests", () => {
     // The placeholders themselves are refused, so a forgotten Secret stops the service naming the variable.
     const placeholders = (service: ServiceName) => ({ ...named("Secret", "renderbus-secrets")!.stringData, ...named("Secret", `renderbus-${service}-service-keys`)!.stringData });
     const refused = (service: ServiceName) => [...new Set(SCHEMAS[service].safeParse({ ...config, ...placeholders(service) }).error?.issues.map((issue) => issue.path.join(".")))].sort();
-    expect(refused("auth")).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS"]);
+    expect(refused("auth")).toEqual(["BETTER_AUTH_SECRET", "SECRETS_ENCRYPTION_KEY", "SERVICE_TOKEN_KEYS", "SMTP_URL"]);
     expect(refused("gateway")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
     expect(refused("worker")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
   });
@@ -279,6 +280,7 @@ describe("docker-compose.yml", () => {
     SECRETS_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
     BETTER_AUTH_SECRET: "o".repeat(48),
     S3_SECRET_ACCESS_KEY: "an-operator-chosen-minio-secret",
+    SMTP_URL: "smtp://renderbus:an-smtp-password@smtp.example.com:587",
     // `npm run service-keys`: one variable per service.
     ...Object.fromEntries(Object.entries(newServiceKeySets("c1")).map(([service, value]) => [`${service.toUpperCase().replace(/-/g, "_")}_SERVICE_TOKEN_KEYS`, value])),
   };
@@ -351,6 +353,12 @@ describe("docker-compose.yml", () => {
       expect(() => serviceKeyringOf(service, { MODE: "production", SERVICE_TOKEN_KEYS: keys }), service).not.toThrow();
     }
     expect(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).toMatch(/^ENV [^]*?\bMODE=production\b/m);
+    // Sign-ups confirm their address by default: auth without SMTP_URL stops naming it (or runs with EMAIL_VERIFICATION=off).
+    const auth = compose.services.auth.environment as Record<string, string>;
+    expect(auth.EMAIL_VERIFICATION).toBe("${EMAIL_VERIFICATION:-required}");
+    const withoutMail = { ...envOf("auth"), SMTP_URL: "" };
+    expect(SCHEMAS.auth.safeParse(withoutMail).error?.issues.map((issue) => issue.path.join("."))).toEqual(["SMTP_URL"]);
+    expect(SCHEMAS.auth.safeParse({ ...withoutMail, EMAIL_VERIFICATION: "off" }).error).toBeUndefined();
   });
 
   it("keeps outputs in MinIO by default: the services' S3 settings name its bucket and its root user's secret", () => {

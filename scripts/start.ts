@@ -46,6 +46,9 @@ const supervisor = createSupervisor<ServiceName>({
 
 // The demo's job inputs and webhook receivers are on this machine: lift the SSRF guards, and say so.
 log("ALLOW_PRIVATE_ADDRESSES=true: job inputs and webhooks may reach loopback and private addresses (local demo only)");
+// The demo has no mail server unless one is given: sign-ups get their free credits without confirming the address.
+const emailVerification = process.env.SMTP_URL ? (process.env.EMAIL_VERIFICATION ?? "required") : "off";
+if (emailVerification === "off") log("EMAIL_VERIFICATION=off: sign-ups get their free credits without confirming their address (set SMTP_URL to send confirmation links)");
 // The worker's /healthz and /readyz (and /metrics): the supervisor counts it up once /readyz answers.
 const workerMetricsPort = process.env.WORKER_METRICS_PORT ?? String(await findFreePortFrom(9465));
 
@@ -82,7 +85,8 @@ const system = await startSystem({
     // The gateway's /readyz also reports the worker: one place says whether the whole demo is up.
     READYZ_HTTP_DEPENDENCIES: `http://127.0.0.1:${workerMetricsPort}/readyz`,
     ALLOW_PRIVATE_ADDRESSES: "true",
-    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|GATEWAY_METRICS_PORT)$/.test(key)) as [string, string][])),
+    ...(Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(MODE|LOG_LEVEL|PUBLIC_URL|PLANS_JSON|OTEL_EXPORTER_OTLP_ENDPOINT|WEBHOOK_.*|OUTPUT_SIGNING_SECRET|SECRETS_ENCRYPTION_KEYS?|BETTER_AUTH_SECRET|GATEWAY_METRICS_PORT|SMTP_URL|EMAIL_FROM)$/.test(key)) as [string, string][])),
+    EMAIL_VERIFICATION: emailVerification,
   },
   serviceEnv: ownServiceTokenKeys(),
   onLine: (service, line) => {

@@ -184,6 +184,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     // Inputs and webhook receivers of tests (and npm start's demo) are on 127.0.0.1: lift the SSRF guards, except in
     // production mode, whose systems (the security suite) keep them unless a test lifts them itself.
     ...(options.env?.MODE === "production" ? {} : { ALLOW_PRIVATE_ADDRESSES: "true" }),
+    // Test users spend their free credits at once: no confirmation email, unless a test gives an SMTP server.
+    ...(options.env?.SMTP_URL ? {} : { EMAIL_VERIFICATION: "off" }),
     // Under vitest, the gateway checks every response it sends against its schema in /openapi.json and answers 500
     // naming the mismatch, so each e2e request also tests the document (services/gateway/src/http/response-check.ts).
     ...(process.env.VITEST ? { GATEWAY_CHECK_RESPONSES: "true" } : {}),

@@ -101,7 +101,7 @@ export interface paths {
         };
         /**
          * Credit balance
-         * @description Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them.
+         * @description Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them. awaitingEmailVerification: the org's free credits are held until its creator confirms their email address (the link sent at sign-up; POST /auth/send-verification-email sends another).
          */
         get: operations["getBalance"];
         put?: never;
@@ -798,6 +798,8 @@ export interface components {
             start: string;
         };
         Balance: {
+            /** @description The org's credits are held until its creator confirms their email address; they arrive at once when they do */
+            awaitingEmailVerification: boolean;
             /** @description Available credits (1 credit = $0.01) */
             credits: number;
             /** @description The plan's monthly included credits */

@@ -186,6 +186,11 @@ export interface Balance {
   monthlyCredits: number | null;
   /** When the available balance is next topped up to `monthlyCredits` (epoch ms). */
   renewsAt: number | null;
+  /**
+   * The org's credits are held until its creator confirms their email address (the link sent at sign-up); they
+   * arrive at once when they do.
+   */
+  awaitingEmailVerification: boolean;
 }
 
 export interface UsageEntry {

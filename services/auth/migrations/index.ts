@@ -136,4 +136,11 @@ export const migrations: Migrations = {
       await sql`drop table events`.execute(db);
     },
   },
+  "2026-12-01-001-credits-held-until-verified": {
+    async up(db: Kysely<any>) {
+      // Existing orgs hold nothing: their users signed up before addresses were confirmed (src/billing/held-credits.ts).
+      await sql`alter table orgs add column credits_held_for text`.execute(db);
+      await sql`create index orgs_credits_held_for on orgs (credits_held_for) where credits_held_for is not null`.execute(db);
+    },
+  },
 };

@@ -16,5 +16,7 @@ export interface AuthResources {
   plans: Record<PlanName, Plan>;
   secretBox: SecretBox;
   mode: AuthConfig["MODE"];
+  /** `required`: orgs a user creates hold their credits until the user's address is confirmed (billing/held-credits.ts). */
+  emailVerification: AuthConfig["EMAIL_VERIFICATION"];
   close(): Promise<void>;
 }

@@ -16,10 +16,20 @@ function problemsOf(env: Record<string, string>): string {
 }
 
 describe("auth config", () => {
-  it("starts with defaults in development, including a fixed 32-byte secrets key", () => {
-    const config = parseConfig(authConfigSchema, {});
+  it("starts with defaults in development, including a fixed 32-byte secrets key, once told how email leaves", () => {
+    const config = parseConfig(authConfigSchema, { SMTP_URL: "smtp://127.0.0.1:2525" });
+    expect(config).toMatchObject({ EMAIL_VERIFICATION: "required", SMTP_URL: "smtp://127.0.0.1:2525" });
     expect(config).toMatchObject({ MODE: "development", AUTH_GRPC_PORT: 50051, AUTH_HTTP_PORT: 50061, PUBLIC_URL: "http://127.0.0.1:3000" });
     expect(secretsKeyOf(config).map(({ kid, key }) => [kid, key.length])).toEqual([["default", 32]]);
+  });
+
+  it("requires SMTP_URL while sign-ups must confirm their address (the default in every mode), or EMAIL_VERIFICATION=off", () => {
+    for (const MODE of ["development", "test", "production"]) {
+      expect(problemsOf({ MODE })).toContain("SMTP_URL: is required while EMAIL_VERIFICATION=required");
+      expect(problemsOf({ MODE, EMAIL_VERIFICATION: "off" })).not.toContain("SMTP_URL");
+    }
+    expect(problemsOf({ SMTP_URL: "https://mail.example.com" })).toContain("SMTP_URL: must be a URL (smtp, smtps)");
+    expect(problemsOf({ EMAIL_VERIFICATION: "optional" })).toContain("EMAIL_VERIFICATION");
   });
 
   it("names each malformed variable", () => {
@@ -36,11 +46,11 @@ describe("auth config", () => {
     expect(message).toContain("BETTER_AUTH_SECRET: is required in production");
   });
 
-  const realSecrets = { BETTER_AUTH_SECRET: randomBytes(32).toString("hex"), SECRETS_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString("base64")}` };
+  const realSecrets = { BETTER_AUTH_SECRET: randomBytes(32).toString("hex"), SECRETS_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString("base64")}`, SMTP_URL: "smtps://renderbus:pw@mail.example.com" };
 
   it("starts in production with secrets of its own, in either key form", () => {
     expect(problemsOf({ MODE: "production", ...realSecrets })).toBe("");
-    expect(problemsOf({ MODE: "production", BETTER_AUTH_SECRET: realSecrets.BETTER_AUTH_SECRET, SECRETS_ENCRYPTION_KEY: randomBytes(32).toString("base64") })).toBe("");
+    expect(problemsOf({ MODE: "production", BETTER_AUTH_SECRET: realSecrets.BETTER_AUTH_SECRET, SECRETS_ENCRYPTION_KEY: randomBytes(32).toString("base64"), EMAIL_VERIFICATION: "off" })).toBe("");
   });
 
   it.each([
@@ -55,13 +65,13 @@ describe("auth config", () => {
   });
 
   it("accepts the development values outside production", () => {
-    expect(problemsOf({ MODE: "development", BETTER_AUTH_SECRET: "renderbus-development-better-auth-secret-not-for-production" })).toBe("");
+    expect(problemsOf({ MODE: "development", EMAIL_VERIFICATION: "off", BETTER_AUTH_SECRET: "renderbus-development-better-auth-secret-not-for-production" })).toBe("");
   });
 
   it("reads a keyring newest first, with the single-key form as kid default", () => {
     const newest = randomBytes(32);
     const single = randomBytes(32);
-    const config = parseConfig(authConfigSchema, { SECRETS_ENCRYPTION_KEYS: `2026-11:${newest.toString("base64")}`, SECRETS_ENCRYPTION_KEY: single.toString("base64") });
+    const config = parseConfig(authConfigSchema, { EMAIL_VERIFICATION: "off", SECRETS_ENCRYPTION_KEYS: `2026-11:${newest.toString("base64")}`, SECRETS_ENCRYPTION_KEY: single.toString("base64") });
     expect(secretsKeyOf(config)).toEqual([{ kid: "2026-11", key: newest }, { kid: "default", key: single }]);
     expect(problemsOf({ SECRETS_ENCRYPTION_KEYS: "k1:c2hvcnQ=" })).toContain("SECRETS_ENCRYPTION_KEYS: key k1 must be 32 bytes");
   });

@@ -23,6 +23,20 @@ export const authConfigSchema = commonConfigSchema
     ...secretsEncryptionVariables,
     /** Signs Better Auth session cookies (at least 32 characters). Required in production. */
     BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+    /**
+     * `required` (the default, every mode): a sign-up is sent a link to confirm its address, and the free plan's
+     * credits of the orgs a user creates (their personal org included) are held until they confirm it
+     * (billing/held-credits.ts). `off`: every sign-up's orgs get their credits at once (a closed deployment, or one
+     * that accepts the abuse: SECURITY-AUDIT finding 3).
+     */
+    EMAIL_VERIFICATION: z.enum(["required", "off"]).default("required"),
+    /**
+     * How verification emails leave: `smtp://user:password@host:587` (STARTTLS when the server offers it) or
+     * `smtps://...:465`. Required when EMAIL_VERIFICATION=required. A secret: never logged.
+     */
+    SMTP_URL: z.preprocess((value) => (value === "" ? undefined : value), env.url(["smtp", "smtps"]).optional()),
+    /** The From of the emails sent; default `Renderbus <no-reply@PUBLIC_URL's host>`. */
+    EMAIL_FROM: z.string().min(3).max(200).optional(),
     /** How often orgs whose credit month has turned get their monthly credits (see billing/monthly-credits.ts). */
     CREDITS_RENEWAL_INTERVAL_MS: z.coerce.number().int().positive().default(300_000),
     /** How often expired rows are pruned (src/retention/prune.ts). */
@@ -50,6 +64,13 @@ export const authConfigSchema = commonConfigSchema
   // Production refuses to start without real secrets, or with one published in this repository (libs/config).
   .superRefine((config, context) => {
     requireProductionSecrets({ BETTER_AUTH_SECRET: true, ...secretsKeyringProductionCheck(config) })(config, context);
+    if (config.EMAIL_VERIFICATION === "required" && !config.SMTP_URL) {
+      context.addIssue({
+        code: "custom",
+        path: ["SMTP_URL"],
+        message: "is required while EMAIL_VERIFICATION=required (sign-ups are sent a confirmation link); set EMAIL_VERIFICATION=off to give every sign-up its free credits without one",
+      });
+    }
   });
 
 export type AuthConfig = z.infer<typeof authConfigSchema>;
@@ -57,6 +78,11 @@ export type AuthConfig = z.infer<typeof authConfigSchema>;
 /** The keyring of webhook secrets at rest (libs/secret-box secretsKeyringOf). */
 export function secretsKeyOf(config: AuthConfig): SecretKeyring {
   return secretsKeyringOf(config);
+}
+
+/** The From of Renderbus's emails: EMAIL_FROM, or no-reply at the public URL's host. */
+export function emailFromOf(config: AuthConfig): string {
+  return config.EMAIL_FROM ?? `Renderbus <no-reply@${new URL(config.PUBLIC_URL).hostname}>`;
 }
 
 /** Better Auth's signing secret: the configured one, or a fixed development value outside production. */

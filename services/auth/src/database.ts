@@ -12,6 +12,8 @@ export interface AuthTables extends EventStoreTables {
   organization: { id: string; name: string; slug: string; logo: string | null; metadata: string | null; createdAt: Date };
   /** `role` is Better Auth's: one role, or several separated by commas (see `effectiveRole`). */
   member: { id: string; organizationId: string; userId: string; role: string; createdAt: Date };
+  /** Better Auth's user table: read only, for whether an address is confirmed (billing/held-credits.ts). */
+  user: { id: string; email: string; emailVerified: boolean };
   /** Better Auth's session table: only the organization plugin's active organization is touched directly. */
   session: { id: string; userId: string; activeOrganizationId: string | null };
   /** Renderbus's side of an organization (same id as `organization`): plan, webhook target, billing. */
@@ -22,6 +24,8 @@ export interface AuthTables extends EventStoreTables {
     webhook_secret_encrypted: string | null;
     /** When the org's next credit month starts (see billing/monthly-credits.ts). */
     credits_renew_at: number;
+    /** The user whose email confirmation releases the org's credits, while they are held (billing/held-credits.ts). */
+    credits_held_for: string | null;
     created_at: number;
     updated_at: number;
   };

@@ -19,6 +19,7 @@ export async function openAuthResources(config: AuthConfig, applicationName = "a
     plans: loadPlans(config.PLANS_JSON),
     secretBox: createSecretBox(secretsKeyOf(config), { acceptV1: config.SECRETS_ACCEPT_V1 }),
     mode: config.MODE,
+    emailVerification: config.EMAIL_VERIFICATION,
     close: () => database.close(),
   };
   try {

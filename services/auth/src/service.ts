@@ -8,7 +8,7 @@ import { AUTH_SCHEMA } from "./database.js";
 import { openAuthResources } from "./open-auth-resources.js";
 import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
-import { startCreditRenewals } from "./billing/monthly-credits.js";
+import { startCreditRenewals } from "./billing/credit-renewals.js";
 import { authRpc } from "./rpc/auth.rpc.js";
 import { authRetentionSteps } from "./retention/prune.js";
 import { billingRpc } from "./rpc/billing.rpc.js";

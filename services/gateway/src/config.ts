@@ -44,7 +44,7 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
    * Abuse limits on `/auth/*`, counted in Redis across replicas: at most N attempts in any rolling window of
    * AUTH_LIMIT_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After. Sign-in counts per account and client IP,
    * per account over every IP (successful sign-ins are given back to both) and per client IP; sign-up, OAuth client
-   * registration and password reset per client IP.
+   * registration, password reset and confirmation emails asked for again per client IP.
    */
   AUTH_LIMIT_WINDOW_SECONDS: z.coerce.number().int().positive().default(900),
   AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: z.coerce.number().int().positive().default(5),
@@ -53,6 +53,7 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   AUTH_SIGN_UP_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: z.coerce.number().int().positive().default(20),
   AUTH_PASSWORD_RESET_PER_IP_LIMIT: z.coerce.number().int().positive().default(5),
+  AUTH_VERIFICATION_EMAIL_PER_IP_LIMIT: z.coerce.number().int().positive().default(5),
   /** Shared store of the per-org request counters, so the limit holds across gateway replicas. */
   REDIS_URL: env.url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
   /** Where outputs are read from: STORAGE, S3_* (libs/storage storage-config.ts), the worker's store. */

@@ -47,6 +47,7 @@ describe("credit ledger", () => {
       reserved: 0,
       monthlyCredits: 1900,
       renewsAt: addMonthsUtc(createdAt, 1),
+      awaitingEmailVerification: false,
     });
     const usage = await harness.billingClient.listUsage({ limit: 10 }, { auth: org.context });
     expect(usage.entries).toMatchObject([{ kind: "grant", credits: 1900, balanceAfter: 1900 }]);

@@ -1,6 +1,5 @@
 import type { Kysely, Transaction } from "kysely";
 import { planOf, type Plan, type PlanName } from "@renderbus/plans";
-import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
 import { topUpCredits } from "./credit-ledger.js";
 
@@ -56,6 +55,8 @@ export async function renewDueCredits(db: Kysely<AuthTables>, plans: Record<Plan
         .selectFrom("orgs")
         .select(["id", "plan", "created_at"])
         .where("credits_renew_at", "<=", now)
+        // A held org gets this month's credits when its creator confirms their address (held-credits.ts).
+        .where("credits_held_for", "is", null)
         .orderBy("credits_renew_at")
         .limit(batch)
         .forUpdate()
@@ -70,31 +71,4 @@ export async function renewDueCredits(db: Kysely<AuthTables>, plans: Record<Plan
     renewed += done;
     if (done < batch) return renewed;
   }
-}
-
-/** Runs renewDueCredits every `intervalMs` (and once at start) until stopped; a run still going skips the next tick. */
-export function startCreditRenewals({ db, plans, intervalMs, logger }: { db: Kysely<AuthTables>; plans: Record<PlanName, Plan>; intervalMs: number; logger: Logger }): { stop(): Promise<void> } {
-  let running: Promise<void> | undefined;
-  const run = () => {
-    if (running) return;
-    running = renewDueCredits(db, plans)
-      .then(
-        (renewed) => {
-          if (renewed > 0) logger.info({ renewed }, "monthly credits renewed");
-        },
-        (error: unknown) => logger.warn({ err: error }, "renewing monthly credits failed; next run retries"),
-      )
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  run();
-  const timer = setInterval(run, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }

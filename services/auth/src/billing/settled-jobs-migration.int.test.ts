@@ -18,9 +18,9 @@ import { addMonthsUtc } from "./monthly-credits.js";
 describe("migrations 2026-11-24-002 and -003 over an existing ledger", () => {
   let database: Database<AuthTables>;
   beforeAll(async () => {
-    const config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("settledmigration"), NATS_URL: testInfra().natsUrl });
+    const config = parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", DATABASE_URL: await createTestDatabase("settledmigration"), NATS_URL: testInfra().natsUrl });
     database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA });
-    const store = { db: database.db, pool: database.pool, plans: loadPlans(config.PLANS_JSON), secretBox: createSecretBox(secretsKeyOf(config)), mode: config.MODE, close: () => database.close() };
+    const store = { db: database.db, pool: database.pool, plans: loadPlans(config.PLANS_JSON), secretBox: createSecretBox(secretsKeyOf(config)), mode: config.MODE, emailVerification: config.EMAIL_VERIFICATION, close: () => database.close() };
     await migrateBetterAuth(betterAuthOptions(config, store), store.pool);
     const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "2026-11-24-002"));
     await migrateToLatest(database.db, AUTH_SCHEMA, before);

@@ -15,7 +15,7 @@ import { OrgCreation, type OrganizationApi } from "./create-org.js";
 describe("createOrg's plan hand-off", () => {
   let store: AuthResources;
   beforeAll(async () => {
-    const config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("createorg"), NATS_URL: testInfra().natsUrl });
+    const config = parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", DATABASE_URL: await createTestDatabase("createorg"), NATS_URL: testInfra().natsUrl });
     store = await openAuthResources(config, "create-org-test");
   });
   afterAll(() => store?.close());

@@ -40,7 +40,8 @@ export interface Membership {
 /**
  * The org a user acts in: `preferredOrgId` (the session's active organization) when the user is still a member of
  * it, else the oldest membership (the personal org made at sign-up). An org whose settings row is missing (a crash
- * between Better Auth's write and ours) gets it now, on the free plan.
+ * between Better Auth's write and ours) gets it now, on the free plan (its credits held if the user's address is
+ * unconfirmed where that is required).
  */
 export async function membershipOf(store: AuthResources, userId: string, preferredOrgId?: string | null): Promise<Membership | undefined> {
   const row = await store.db
@@ -54,7 +55,7 @@ export async function membershipOf(store: AuthResources, userId: string, preferr
     .limit(1)
     .executeTakeFirst();
   if (!row) return undefined;
-  if (row.plan === null) await ensureOrgSettings(store, row.orgId, "free");
+  if (row.plan === null) await ensureOrgSettings(store, row.orgId, "free", userId);
   return { orgId: row.orgId, role: effectiveRole(row.role), plan: row.plan ?? "free" };
 }
 

@@ -21,7 +21,7 @@ describe("migration 2026-11-24-001: organizations on Better Auth", () => {
   let database: Database<AuthTables>;
   let store: AuthResources;
   beforeAll(async () => {
-    const config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("orgmigration"), NATS_URL: testInfra().natsUrl });
+    const config = parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", DATABASE_URL: await createTestDatabase("orgmigration"), NATS_URL: testInfra().natsUrl });
     database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA });
     store = {
       db: database.db,
@@ -29,6 +29,7 @@ describe("migration 2026-11-24-001: organizations on Better Auth", () => {
       plans: loadPlans(config.PLANS_JSON),
       secretBox: createSecretBox(secretsKeyOf(config)),
       mode: config.MODE,
+      emailVerification: config.EMAIL_VERIFICATION,
       close: () => database.close(),
     };
     // The order the service starts in: Better Auth's tables, then ours; here ours stop at the first migration.

@@ -19,9 +19,9 @@ let database: Database<AuthTables>;
 const anyDb = () => database.db as unknown as Kysely<any>;
 
 beforeAll(async () => {
-  config = parseConfig(authConfigSchema, { MODE: "test", DATABASE_URL: await createTestDatabase("authretention"), NATS_URL: testInfra().natsUrl });
+  config = parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", DATABASE_URL: await createTestDatabase("authretention"), NATS_URL: testInfra().natsUrl });
   database = createDatabase<AuthTables>({ url: config.DATABASE_URL, schema: AUTH_SCHEMA });
-  const store = { db: database.db, pool: database.pool, plans: loadPlans(config.PLANS_JSON), secretBox: createSecretBox(secretsKeyOf(config)), mode: config.MODE, close: () => database.close() };
+  const store = { db: database.db, pool: database.pool, plans: loadPlans(config.PLANS_JSON), secretBox: createSecretBox(secretsKeyOf(config)), mode: config.MODE, emailVerification: config.EMAIL_VERIFICATION, close: () => database.close() };
   await migrateBetterAuth(betterAuthOptions(config, store), store.pool);
   // Up to the migration before retention, so the test can leave a marker carried over from the ledger (settled_at 0).
   await migrateToLatest(database.db, AUTH_SCHEMA, Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "2026-11-24-004")));
@@ -62,6 +62,6 @@ describe("auth retention sweep (SECURITY-AUDIT finding 21)", () => {
   });
 
   it("refuses a retention shorter than JetStream could deliver a job event again (8 days at least)", () => {
-    expect(() => parseConfig(authConfigSchema, { MODE: "test", SETTLED_JOB_RETENTION_DAYS: "7" })).toThrow();
+    expect(() => parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", SETTLED_JOB_RETENTION_DAYS: "7" })).toThrow();
   });
 });

@@ -17,8 +17,13 @@ export function billingRpc(store: AuthResources): AsyncService<auth.BillingServe
     async getBalance(_request, context) {
       const orgId = context.requireAuth().orgId;
       const balance = await balanceOf(store.db, orgId);
-      const org = await store.db.selectFrom("orgs").select(["plan", "credits_renew_at"]).where("id", "=", orgId).executeTakeFirstOrThrow();
-      return { ...balanceMessage(balance), monthlyCredits: planOf(org.plan, store.plans).monthlyCredits, renewsAt: org.credits_renew_at };
+      const org = await store.db.selectFrom("orgs").select(["plan", "credits_renew_at", "credits_held_for"]).where("id", "=", orgId).executeTakeFirstOrThrow();
+      return {
+        ...balanceMessage(balance),
+        monthlyCredits: planOf(org.plan, store.plans).monthlyCredits,
+        renewsAt: org.credits_renew_at,
+        awaitingEmailVerification: org.credits_held_for !== null,
+      };
     },
     async listUsage(request, context) {
       const orgId = context.requireAuth().orgId;

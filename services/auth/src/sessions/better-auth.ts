@@ -13,6 +13,8 @@ import { betterAuthLog } from "./better-auth-log.js";
 import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
+import { releaseHeldCredits } from "../billing/held-credits.js";
+import { sendVerificationEmailWith, smtpVerificationMailer, VERIFICATION_LINK_SECONDS } from "../email/verification-email.js";
 
 /** The dashboard session cookie (docs/concepts.md: exactly this name, part of the contract). */
 export const SESSION_COOKIE = "rb_session";
@@ -32,6 +34,7 @@ export const BETTER_AUTH_RATE_LIMITS = {
   "/request-password-reset": { window: 60, max: 10 },
   "/forget-password/*": { window: 60, max: 10 },
   "/change-password": { window: 60, max: 10 },
+  "/send-verification-email": { window: 60, max: 10 },
 };
 
 /** How many organizations one user may belong to (each user-created org starts on `free` with its credits). */
@@ -53,6 +56,22 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
     database: store.pool,
     trustedOrigins: [new URL(config.PUBLIC_URL).origin],
     emailAndPassword: { enabled: true, autoSignIn: true, minPasswordLength: 8, maxPasswordLength: 128 },
+    // EMAIL_VERIFICATION=required: a sign-up is sent a link; signing in does not wait for it, the free plan's credits
+    // do (billing/held-credits.ts). The dashboard asks for another link through /auth/send-verification-email.
+    ...(config.EMAIL_VERIFICATION === "required" && config.SMTP_URL
+      ? {
+          emailVerification: {
+            sendOnSignUp: true,
+            autoSignInAfterVerification: true,
+            expiresIn: VERIFICATION_LINK_SECONDS,
+            sendVerificationEmail: sendVerificationEmailWith(smtpVerificationMailer(config), logger),
+            afterEmailVerification: async (user: { id: string }) => {
+              const released = await releaseHeldCredits(store.db, store.plans, user.id);
+              logger?.info({ userId: user.id, released }, "email address confirmed");
+            },
+          },
+        }
+      : {}),
     session: { expiresIn: SESSION_SECONDS, updateAge: 24 * 60 * 60 },
     rateLimit: {
       // Better Auth turns its limiter on only when NODE_ENV=production, which no deployment sets: on, everywhere.
@@ -90,9 +109,10 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
       },
       user: {
         create: {
-          // Every sign-up gets a personal org on the free plan, with the plan's monthly credits.
+          // Every sign-up gets a personal org on the free plan, with the plan's monthly credits (held until the
+          // address is confirmed, where that is required).
           after: async (user) => {
-            const orgId = await orgs.createOrg({ name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id });
+            const orgId = await orgs.createOrg({ name: personalOrgName(user.name, user.email), plan: "free", ownerUserId: user.id, holdCreditsUntilConfirmed: true });
             // Better Auth runs this hook after sign-up's transaction, when the first session already exists.
             await store.db.updateTable("session").set({ activeOrganizationId: orgId }).where("userId", "=", user.id).where("activeOrganizationId", "is", null).execute();
             logger?.info({ userId: user.id, orgId }, "personal organization created");

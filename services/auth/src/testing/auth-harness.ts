@@ -35,6 +35,8 @@ export async function startAuthHarness(label: string, env: Record<string, string
     AUTH_GRPC_PORT: "0",
     AUTH_HTTP_PORT: "0",
     LOG_LEVEL: "debug",
+    // Tests that sign up and spend the free credits at once; email-verification.int.test.ts requires confirmation.
+    EMAIL_VERIFICATION: "off",
     ...(env.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("auth") } : {}),
     ...env,
   });

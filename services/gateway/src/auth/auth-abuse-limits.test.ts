@@ -8,6 +8,7 @@ const config = {
   AUTH_SIGN_UP_PER_IP_LIMIT: 20,
   AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: 20,
   AUTH_PASSWORD_RESET_PER_IP_LIMIT: 5,
+  AUTH_VERIFICATION_EMAIL_PER_IP_LIMIT: 5,
 };
 
 const attempt = (overrides: Partial<AuthAttempt>): AuthAttempt => ({
@@ -61,12 +62,13 @@ describe("which /auth requests spend which abuse budget", () => {
     expect(names(form({ mode: "sign-up", email: "new@example.com", password: "x" }))).toEqual(["sign-in-account-ip", "sign-in-account", "sign-in-ip", "sign-up-ip"]);
   });
 
-  it("charges sign-ups, client registrations and password requests to the client IP", () => {
+  it("charges sign-ups, client registrations, password requests and confirmation emails to the client IP", () => {
     expect(names(attempt({ pathname: "/auth/sign-up/email" }))).toEqual(["sign-up-ip"]);
     expect(names(attempt({ pathname: "/auth/oauth2/register" }))).toEqual(["client-registration-ip"]);
     for (const pathname of ["/auth/request-password-reset", "/auth/reset-password", "/auth/forget-password", "/auth/change-password"]) {
       expect(names(attempt({ pathname }))).toEqual(["password-reset-ip"]);
     }
+    expect(names(attempt({ pathname: "/auth/send-verification-email" }))).toEqual(["verification-email-ip"]);
     expect(names(attempt({ pathname: "/auth/sign-in/social" }))).toEqual(["sign-in-ip"]);
   });
 

@@ -6,7 +6,7 @@ import type { GatewayConfig } from "../config.js";
 import { SlidingWindowLimiter } from "./sliding-window-limiter.js";
 
 /** The budgets an `/auth/*` request can be counted against. */
-export type AuthBudgetName = "sign-in-account-ip" | "sign-in-account" | "sign-in-ip" | "sign-up-ip" | "client-registration-ip" | "password-reset-ip";
+export type AuthBudgetName = "sign-in-account-ip" | "sign-in-account" | "sign-in-ip" | "sign-up-ip" | "client-registration-ip" | "password-reset-ip" | "verification-email-ip";
 
 /** One budget a request spends from: whose (`subject`), how much there is, and whether success gives it back. */
 export interface AuthBudget {
@@ -35,7 +35,13 @@ export interface AuthAttempt {
 
 type LimitConfig = Pick<
   GatewayConfig,
-  "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT" | "AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT" | "AUTH_SIGN_IN_PER_IP_LIMIT" | "AUTH_SIGN_UP_PER_IP_LIMIT" | "AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT" | "AUTH_PASSWORD_RESET_PER_IP_LIMIT"
+    | "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT"
+  | "AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT"
+  | "AUTH_SIGN_IN_PER_IP_LIMIT"
+  | "AUTH_SIGN_UP_PER_IP_LIMIT"
+  | "AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT"
+  | "AUTH_PASSWORD_RESET_PER_IP_LIMIT"
+  | "AUTH_VERIFICATION_EMAIL_PER_IP_LIMIT"
 >;
 
 const PASSWORD_RESET_PATHS = ["/auth/request-password-reset", "/auth/forget-password", "/auth/reset-password", "/auth/change-password"];
@@ -85,6 +91,10 @@ export function authBudgetsOf(attempt: AuthAttempt, config: LimitConfig): AuthBu
   }
   if (PASSWORD_RESET_PATHS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) {
     return [{ name: "password-reset-ip", subject: `password-reset:ip:${ip}`, limit: config.AUTH_PASSWORD_RESET_PER_IP_LIMIT, refundOnSuccess: false }];
+  }
+  // Each one sends an email to an address the caller names: not a way to flood someone's mailbox.
+  if (path === "/auth/send-verification-email") {
+    return [{ name: "verification-email-ip", subject: `verification-email:ip:${ip}`, limit: config.AUTH_VERIFICATION_EMAIL_PER_IP_LIMIT, refundOnSuccess: false }];
   }
   return [];
 }
@@ -181,6 +191,8 @@ function rateLimitedMessage(name: AuthBudgetName): string {
       return "Too many OAuth client registrations from this address; retry later";
     case "password-reset-ip":
       return "Too many password requests from this address; retry later";
+    case "verification-email-ip":
+      return "Too many confirmation emails asked for from this address; retry later";
   }
 }
 

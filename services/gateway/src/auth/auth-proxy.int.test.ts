@@ -98,6 +98,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
     trap = await startTrap();
     const config = parseConfig(authConfigSchema, {
       MODE: "test",
+      EMAIL_VERIFICATION: "off",
       DATABASE_URL: await createTestDatabase("authproxy"),
       NATS_URL: infra().natsUrl,
       NATS_NAMESPACE: testNamespace("authproxy"),
@@ -315,7 +316,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
   });
 
   describe("per client IP", () => {
-    const limits = { AUTH_SIGN_IN_PER_IP_LIMIT: "3", AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: "1000", AUTH_SIGN_UP_PER_IP_LIMIT: "2", AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: "2", AUTH_PASSWORD_RESET_PER_IP_LIMIT: "2" };
+    const limits = { AUTH_SIGN_IN_PER_IP_LIMIT: "3", AUTH_SIGN_IN_PER_ACCOUNT_LIMIT: "1000", AUTH_SIGN_UP_PER_IP_LIMIT: "2", AUTH_CLIENT_REGISTRATION_PER_IP_LIMIT: "2", AUTH_PASSWORD_RESET_PER_IP_LIMIT: "2", AUTH_VERIFICATION_EMAIL_PER_IP_LIMIT: "2" };
     const signIn = (gateway: GatewayService, forwardedFor?: string) =>
       fetch(`${gateway.url}/auth/sign-in/email`, {
         method: "POST",
@@ -338,7 +339,7 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       expect(statuses).toEqual([401, 401, 401, 429]);
     });
 
-    it("limits sign-ups, OAuth client registrations and password resets per IP", async () => {
+    it("limits sign-ups, OAuth client registrations, password resets and confirmation emails per IP", async () => {
       const gateway = await startGateway({ ...limits, NATS_NAMESPACE: testNamespace("authother") });
       const signUps = [];
       for (let attempt = 0; attempt < 3; attempt++) signUps.push((await fetch(`${gateway.url}/auth/sign-up/email`, json({ email: newEmail(), password, name: "Farm" }))).status);
@@ -358,6 +359,11 @@ describe("the gateway's /auth proxy (SECURITY-AUDIT findings 1 and 3)", () => {
       for (let attempt = 0; attempt < 3; attempt++) resets.push((await fetch(`${gateway.url}/auth/request-password-reset`, json({ email: newEmail() }))).status);
       expect(resets.slice(0, 2)).not.toContain(429);
       expect(resets[2]).toBe(429);
+
+      const confirmations = [];
+      for (let attempt = 0; attempt < 3; attempt++) confirmations.push((await fetch(`${gateway.url}/auth/send-verification-email`, json({ email: newEmail() }))).status);
+      expect(confirmations.slice(0, 2)).not.toContain(429);
+      expect(confirmations[2]).toBe(429);
     });
   });
 });

@@ -115,7 +115,7 @@ export const accountRoutes = [
     operationId: "getBalance",
     summary: "Credit balance",
     description:
-      "Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them.",
+      "Available and reserved credits (1 credit = $0.01), the plan's monthly credits, and renewsAt: when the available balance is next topped up to them. awaitingEmailVerification: the org's free credits are held until its creator confirms their email address (the link sent at sign-up; POST /auth/send-verification-email sends another).",
     tag: "billing",
     errors: [],
     response: one("Balance"),
@@ -129,6 +129,7 @@ export const accountRoutes = [
           plan: auth.plan,
           monthlyCredits: balance.monthlyCredits ?? null,
           renewsAt: balance.renewsAt ?? null,
+          awaitingEmailVerification: balance.awaitingEmailVerification ?? false,
         },
       };
     },

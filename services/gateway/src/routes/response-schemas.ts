@@ -191,6 +191,10 @@ export const responseSchemas = {
     plan: { type: "string" },
     monthlyCredits: { ...nullableInteger, description: "The plan's monthly included credits" },
     renewsAt: { ...epochMsOrNull, description: "When the available balance is next topped up to monthlyCredits (epoch ms)" },
+    awaitingEmailVerification: {
+      type: "boolean",
+      description: "The org's credits are held until its creator confirms their email address; they arrive at once when they do",
+    },
   }),
   UsageEntry: object({
     id: { type: "string" },

@@ -125,7 +125,11 @@ export interface Balance {
   reserved: number;
   /** GetBalance only: the plan's monthly credits, and when the balance is next topped up to them (epoch ms). */
   monthlyCredits?: number | undefined;
-  renewsAt?: number | undefined;
+  renewsAt?:
+    | number
+    | undefined;
+  /** GetBalance only: the plan's credits wait for the org's creator to confirm their email address. */
+  awaitingEmailVerification?: boolean | undefined;
 }
 
 export interface GetBalanceRequest {
@@ -1597,7 +1601,14 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
 };
 
 function createBaseBalance(): Balance {
-  return { orgId: "", credits: 0, reserved: 0, monthlyCredits: undefined, renewsAt: undefined };
+  return {
+    orgId: "",
+    credits: 0,
+    reserved: 0,
+    monthlyCredits: undefined,
+    renewsAt: undefined,
+    awaitingEmailVerification: undefined,
+  };
 }
 
 export const Balance: MessageFns<Balance> = {
@@ -1616,6 +1627,9 @@ export const Balance: MessageFns<Balance> = {
     }
     if (message.renewsAt !== undefined) {
       writer.uint32(40).int64(message.renewsAt);
+    }
+    if (message.awaitingEmailVerification !== undefined) {
+      writer.uint32(48).bool(message.awaitingEmailVerification);
     }
     return writer;
   },
@@ -1673,6 +1687,14 @@ export const Balance: MessageFns<Balance> = {
             message.renewsAt = longToNumber(reader.int64());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.awaitingEmailVerification = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1704,6 +1726,11 @@ export const Balance: MessageFns<Balance> = {
         : isSet(object.renews_at)
         ? globalThis.Number(object.renews_at)
         : undefined,
+      awaitingEmailVerification: isSet(object.awaitingEmailVerification)
+        ? globalThis.Boolean(object.awaitingEmailVerification)
+        : isSet(object.awaiting_email_verification)
+        ? globalThis.Boolean(object.awaiting_email_verification)
+        : undefined,
     };
   },
 
@@ -1724,6 +1751,9 @@ export const Balance: MessageFns<Balance> = {
     if (message.renewsAt !== undefined) {
       obj.renewsAt = Math.round(message.renewsAt);
     }
+    if (message.awaitingEmailVerification !== undefined) {
+      obj.awaitingEmailVerification = message.awaitingEmailVerification;
+    }
     return obj;
   },
 
@@ -1737,6 +1767,7 @@ export const Balance: MessageFns<Balance> = {
     message.reserved = object.reserved ?? 0;
     message.monthlyCredits = object.monthlyCredits ?? undefined;
     message.renewsAt = object.renewsAt ?? undefined;
+    message.awaitingEmailVerification = object.awaitingEmailVerification ?? undefined;
     return message;
   },
 };

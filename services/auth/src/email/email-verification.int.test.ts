@@ -1,0 +1,170 @@
+import { randomBytes } from "node:crypto";
+import { SMTPServer } from "smtp-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuthContext } from "@renderbus/rpc";
+import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
+import { releaseConfirmedHolds } from "../billing/held-credits.js";
+import { renewDueCredits } from "../billing/monthly-credits.js";
+import { setOrgPlan } from "../orgs/set-org-plan.js";
+
+const ORIGIN = "http://127.0.0.1:3000";
+
+/** A real SMTP server on loopback (the mail server is outside Renderbus): it keeps what it is sent, or refuses it. */
+async function startMailbox() {
+  const received: { to: string[]; raw: string }[] = [];
+  let refusing = false;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    logger: false,
+    onRcptTo(_address, _session, callback) {
+      callback(refusing ? Object.assign(new Error("mailbox unavailable"), { responseCode: 550 }) : undefined);
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw: Buffer.concat(chunks).toString("utf8") });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.server.address() as { port: number }).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    refuse(value: boolean) {
+      refusing = value;
+    },
+    /** The confirmation link of the last email sent to `to` (quoted-printable decoded). */
+    linkFor(to: string): string {
+      const mail = received.filter((message) => message.to.includes(to)).at(-1);
+      if (!mail) throw new Error(`no email to ${to}`);
+      const body = mail.raw.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      const link = /https?:\/\/\S+\/auth\/verify-email\?token=\S+/.exec(body)?.[0];
+      if (!link) throw new Error(`no confirmation link in ${body}`);
+      return link;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+type Mailbox = Awaited<ReturnType<typeof startMailbox>>;
+
+describe("email verification: a sign-up's free credits wait for its address (SECURITY-AUDIT finding 3)", () => {
+  let mailbox: Mailbox;
+  let harness: AuthHarness;
+  beforeAll(async () => {
+    mailbox = await startMailbox();
+    harness = await startAuthHarness("emailverify", { EMAIL_VERIFICATION: "required", SMTP_URL: mailbox.url, EMAIL_FROM: "Renderbus <hello@renderbus.test>" });
+  });
+  afterAll(async () => {
+    await harness?.stop();
+    await mailbox?.close();
+  });
+
+  const base = () => `http://127.0.0.1:${harness.service.httpPort}/auth`;
+
+  async function signUp(body: Record<string, unknown> = {}) {
+    const email = `u${randomBytes(4).toString("hex")}@example.com`;
+    const response = await fetch(`${base()}/sign-up/email`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: ORIGIN },
+      body: JSON.stringify({ email, password: "correct horse battery", name: "Ada", ...body }),
+    });
+    expect(response.status).toBe(200);
+    const cookie = response.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
+    const context = async (): Promise<AuthContext> => {
+      const resolved = await harness.authClient.resolveSession({ cookie });
+      return { userId: resolved.userId, orgId: resolved.orgId, plan: resolved.plan, role: resolved.role, credential: resolved.credential };
+    };
+    const call = (method: string, path: string, json?: unknown) =>
+      fetch(`${base()}${path}`, { method, headers: { cookie, origin: ORIGIN, ...(json ? { "content-type": "application/json" } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
+    return { email, cookie, context, call };
+  }
+
+  const balanceOf = (context: AuthContext) => harness.billingClient.getBalance({}, { auth: context });
+
+  /** Follows a confirmation link against this auth service (the link names the public URL, the gateway's). */
+  const follow = (link: string) => fetch(link.replace(ORIGIN, `http://127.0.0.1:${harness.service.httpPort}`), { redirect: "manual" });
+
+  it("emails a confirmation link at sign-up and holds the personal org's credits until it is followed", async () => {
+    const user = await signUp({ callbackURL: "/app" });
+    const link = mailbox.linkFor(user.email);
+    expect(link.startsWith(`${ORIGIN}/auth/verify-email?token=`)).toBe(true);
+    const mail = mailbox.received.find((message) => message.to.includes(user.email))!;
+    expect(mail.raw).toMatch(/^From: Renderbus <hello@renderbus\.test>/m);
+    expect(mail.raw).toMatch(/^Subject: Confirm your email address for Renderbus/m);
+
+    const context = await user.context();
+    expect(await balanceOf(context)).toMatchObject({ credits: 0, reserved: 0, awaitingEmailVerification: true });
+    expect((await harness.billingClient.listUsage({ limit: 10 }, { auth: context })).entries).toEqual([]);
+
+    // A token that was not issued confirms nothing.
+    const forged = await follow(`${ORIGIN}/auth/verify-email?token=${randomBytes(32).toString("base64url")}`);
+    expect(forged.status).toBeGreaterThanOrEqual(400);
+    expect(await balanceOf(context)).toMatchObject({ credits: 0, awaitingEmailVerification: true });
+
+    const confirmed = await follow(link);
+    expect(confirmed.status).toBe(302);
+    expect(confirmed.headers.get("location")).toBe("/app");
+    expect(await balanceOf(context)).toMatchObject({ credits: 200, awaitingEmailVerification: false });
+    expect((await harness.billingClient.listUsage({ limit: 10 }, { auth: context })).entries).toMatchObject([{ kind: "grant", credits: 200 }]);
+
+    // Following it again grants nothing more.
+    await follow(link);
+    expect(await balanceOf(context)).toMatchObject({ credits: 200 });
+  });
+
+  it("holds every org an unconfirmed user creates, and releases them all on confirmation; a confirmed user's new org has its credits at once", async () => {
+    const user = await signUp();
+    const side = await user.call("POST", "/organization/create", { name: "Side project", slug: `side-${randomBytes(4).toString("hex")}` });
+    expect(side.status).toBe(200);
+    const sideContext = await user.context();
+    expect(sideContext.orgId).toBe(((await side.json()) as { id: string }).id);
+    expect(await balanceOf(sideContext)).toMatchObject({ credits: 0, awaitingEmailVerification: true });
+
+    await follow(mailbox.linkFor(user.email));
+    expect(await balanceOf(sideContext)).toMatchObject({ credits: 200, awaitingEmailVerification: false });
+
+    const later = await user.call("POST", "/organization/create", { name: "Later", slug: `later-${randomBytes(4).toString("hex")}` });
+    expect(later.status).toBe(200);
+    expect(await balanceOf(await user.context())).toMatchObject({ credits: 200, awaitingEmailVerification: false });
+  });
+
+  it("sends another link when asked; a mail server that refuses fails the request (503), not the sign-up", async () => {
+    mailbox.refuse(true);
+    const user = await signUp();
+    expect(await balanceOf(await user.context())).toMatchObject({ credits: 0, awaitingEmailVerification: true });
+    const refused = await user.call("POST", "/send-verification-email", { email: user.email, callbackURL: "/app" });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { message: string }).message).toBe("The confirmation email could not be sent; retry later");
+    expect(harness.logs.join("")).not.toContain("verify-email?token=");
+
+    mailbox.refuse(false);
+    const resent = await user.call("POST", "/send-verification-email", { email: user.email, callbackURL: "/app" });
+    expect(resent.status).toBe(200);
+    await follow(mailbox.linkFor(user.email));
+    expect(await balanceOf(await user.context())).toMatchObject({ credits: 200, awaitingEmailVerification: false });
+  });
+
+  it("skips held orgs in monthly renewals; the renewal loop releases a hold whose user is confirmed (a crash between the two writes)", async () => {
+    const user = await signUp();
+    const context = await user.context();
+    await renewDueCredits(harness.store.db, harness.store.plans, Date.now() + 40 * 24 * 60 * 60 * 1000);
+    expect(await balanceOf(context)).toMatchObject({ credits: 0, awaitingEmailVerification: true });
+
+    await harness.store.db.updateTable("user").set({ emailVerified: true }).where("id", "=", context.userId).execute();
+    expect(await releaseConfirmedHolds(harness.store.db, harness.store.plans)).toBe(1);
+    expect(await balanceOf(context)).toMatchObject({ credits: 200, awaitingEmailVerification: false });
+    expect(await releaseConfirmedHolds(harness.store.db, harness.store.plans)).toBe(0);
+  });
+
+  it("releases a held org whose plan an operator changes", async () => {
+    const user = await signUp();
+    const context = await user.context();
+    await setOrgPlan(harness.store, context.orgId, "starter");
+    expect(await balanceOf({ ...context, plan: "starter" })).toMatchObject({ credits: harness.store.plans.starter.monthlyCredits, awaitingEmailVerification: false });
+  });
+});
