@@ -161,6 +161,18 @@ describe("email verification: a sign-up's free credits wait for its address (SEC
     expect(await releaseConfirmedHolds(harness.store.db, harness.store.plans)).toBe(0);
   });
 
+  it("lets only a confirmed address accept an invitation (an address signed up with but not owned cannot take it)", async () => {
+    const owner = await signUp();
+    await follow(mailbox.linkFor(owner.email));
+    const invitee = await signUp();
+    const invited = await owner.call("POST", "/organization/invite-member", { email: invitee.email, role: "member" });
+    expect(invited.status).toBe(200);
+    const { id: invitationId } = (await invited.json()) as { id: string };
+    expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(403);
+    await follow(mailbox.linkFor(invitee.email));
+    expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(200);
+  });
+
   it("releases a held org whose plan an operator changes", async () => {
     const user = await signUp();
     const context = await user.context();

@@ -130,9 +130,11 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
         // Deleting an org would cascade to its keys, credits and ledger while its jobs live on in another service:
         // that is an operator's decision, not a dashboard button.
         disableOrganizationDeletion: true,
-        // No email is sent (self-hosted, no mail server): the inviter shares the link the dashboard shows, and the
-        // invitee accepts while signed in with the invited address. Invitation ids are random UUIDs (122 bits).
-        requireEmailVerificationOnInvitation: false,
+        // Invitations are not emailed: the inviter shares the link the dashboard shows, and the invitee accepts while
+        // signed in with the invited address. Where addresses are confirmed, only a confirmed one may accept, so an
+        // address someone signed up with but does not own cannot take an invitation meant for its owner. Invitation
+        // ids are random UUIDs (122 bits).
+        requireEmailVerificationOnInvitation: config.EMAIL_VERIFICATION === "required",
         invitationExpiresIn: 7 * 24 * 60 * 60,
         // A removed (or leaving) member's API keys stop working; a role change reaches cached keys at once.
         organizationHooks: { afterCreateOrganization: orgs.afterCreateOrganization, ...memberKeyHooks(store) },

@@ -5,7 +5,7 @@ import { organizations, type Invitation, type Role } from "../../organizations";
 import { CopyButton, ErrorMessage, useAction } from "../ui";
 
 /**
- * Invites someone by email. Renderbus sends no email, so the result is a link for the inviter to share; the
+ * Invites someone by email. Invitations are not emailed, so the result is a link for the inviter to share; the
  * invitee opens it signed in with that address.
  */
 export function InviteMemberForm({ organizationId, onInvited }: { organizationId: string; onInvited: () => Promise<unknown> }) {
