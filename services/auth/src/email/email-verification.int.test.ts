@@ -6,6 +6,7 @@ import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 import { releaseConfirmedHolds } from "../billing/held-credits.js";
 import { renewDueCredits } from "../billing/monthly-credits.js";
 import { setOrgPlan } from "../orgs/set-org-plan.js";
+import { HELD_CREDITS_MESSAGE } from "../rpc/billing.rpc.js";
 
 const ORIGIN = "http://127.0.0.1:3000";
 
@@ -99,6 +100,8 @@ describe("email verification: a sign-up's free credits wait for its address (SEC
 
     const context = await user.context();
     expect(await balanceOf(context)).toMatchObject({ credits: 0, reserved: 0, awaitingEmailVerification: true });
+    // A submission's credit check says why, and what to do.
+    await expect(harness.billingClient.checkBalance({ orgId: context.orgId, credits: 1 })).rejects.toMatchObject({ code: "INSUFFICIENT_CREDITS", message: HELD_CREDITS_MESSAGE });
     expect((await harness.billingClient.listUsage({ limit: 10 }, { auth: context })).entries).toEqual([]);
 
     // A token that was not issued confirms nothing.

@@ -5,6 +5,10 @@ import type { AsyncService } from "@renderbus/rpc";
 import type { AuthResources } from "../auth-resources.js";
 import { balanceOf, listLedger, reserveCredits, type BalanceView } from "../billing/credit-ledger.js";
 
+/** Why an org whose credits are held is refused: what to do about it (docs/operations.md, "Email"). */
+export const HELD_CREDITS_MESSAGE =
+  "This organization's free credits arrive once its creator confirms their email address: follow the link sent at sign-up (the dashboard sends another)";
+
 const balanceMessage = (balance: BalanceView): auth.Balance => ({ orgId: balance.orgId, credits: balance.available, reserved: balance.reserved });
 
 /**
@@ -46,7 +50,10 @@ export function billingRpc(store: AuthResources): AsyncService<auth.BillingServe
       if (!request.orgId) throw validationError("orgId is required");
       if (request.credits < 0) throw validationError("credits must not be negative");
       const balance = await balanceOf(store.db, request.orgId);
-      if (balance.available < request.credits) throw insufficientCredits();
+      if (balance.available < request.credits) {
+        const org = await store.db.selectFrom("orgs").select("credits_held_for").where("id", "=", request.orgId).executeTakeFirst();
+        throw insufficientCredits(org?.credits_held_for ? HELD_CREDITS_MESSAGE : undefined);
+      }
       return balanceMessage(balance);
     },
     async reserveCredits(request) {
