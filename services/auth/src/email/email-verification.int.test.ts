@@ -7,6 +7,7 @@ import { releaseConfirmedHolds } from "../billing/held-credits.js";
 import { renewDueCredits } from "../billing/monthly-credits.js";
 import { setOrgPlan } from "../orgs/set-org-plan.js";
 import { HELD_CREDITS_MESSAGE } from "../rpc/billing.rpc.js";
+import { OAUTH_SIGN_IN_PATH } from "../oauth/oauth-provider.js";
 
 const ORIGIN = "http://127.0.0.1:3000";
 
@@ -174,6 +175,18 @@ describe("email verification: a sign-up's free credits wait for its address (SEC
     expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(403);
     await follow(mailbox.linkFor(invitee.email));
     expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(200);
+  });
+
+  it("sends the link of a sign-up on the OAuth sign-in page to the dashboard", async () => {
+    const email = `agent-${randomBytes(4).toString("hex")}@example.com`;
+    const form = new URLSearchParams({ mode: "sign-up", email, password: "correct horse battery", oauth_query: "" });
+    await fetch(`http://127.0.0.1:${harness.service.httpPort}${OAUTH_SIGN_IN_PATH}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN },
+      body: form.toString(),
+      redirect: "manual",
+    });
+    expect(new URL(mailbox.linkFor(email)).searchParams.get("callbackURL")).toBe("/app/");
   });
 
   it("releases a held org whose plan an operator changes", async () => {
