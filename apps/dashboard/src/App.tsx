@@ -4,6 +4,7 @@ import { SessionProvider, useSession } from "./session";
 import { nextQuery, safeNextPath } from "./next-path";
 import { ErrorMessage, Loading } from "./components/ui";
 import { OrgSwitcher } from "./components/OrgSwitcher";
+import { EmailConfirmationBanner } from "./components/EmailConfirmationBanner";
 import { SignInPage, SignUpPage } from "./pages/AuthPages";
 import { JobsPage } from "./pages/JobsPage";
 import { NewJobPage } from "./pages/NewJobPage";
@@ -46,7 +47,8 @@ function Shell() {
     if (session.status === "signed-out" && !isPublic) navigate(`/sign-in${nextQuery(path, search)}`, { replace: true });
     if (session.status === "signed-in" && (isPublic || path === "/")) {
       const next = isPublic ? safeNextPath(new URLSearchParams(search).get("next")) : undefined;
-      navigate(next ?? "/jobs", { replace: true });
+      // A link landing on the bare /app/ keeps its query: a bad confirmation link's `?error=` is for the banner.
+      navigate(next ?? `/jobs${isPublic ? "" : search}`, { replace: true });
     }
   }, [session.status, isPublic, path, search, navigate]);
 
@@ -147,6 +149,7 @@ function SignedInLayout({ children }: { children: ReactNode }) {
       </nav>
       <main id="main" className="content" tabIndex={-1}>
         <ErrorMessage error={signOutError} title="Sign out failed" />
+        <EmailConfirmationBanner />
         {/* Pages load their data once; a different org (switched, joined, or left) must load it afresh. */}
         <Fragment key={session.me?.orgId}>{children}</Fragment>
       </main>

@@ -1,5 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useState, type ReactNode } from "react";
 import { ApiError, api, onUnauthorized, request } from "./api";
+import { BASE } from "./router";
 import type { Me, SessionUser } from "./types";
 
 /**
@@ -16,6 +17,13 @@ interface SessionState {
   signUp: (name: string, email: string, password: string) => Promise<void>;
   signOut: () => Promise<void>;
 }
+
+/**
+ * Where a confirmation link lands (Better Auth redirects there once it is followed, adding `?error=TOKEN_EXPIRED` or
+ * `?error=INVALID_TOKEN` when the link is bad): Billing, where the credits it releases show, under the banner that
+ * says what went wrong (components/EmailConfirmationBanner.tsx).
+ */
+export const EMAIL_CONFIRMATION_CALLBACK_URL = `${BASE}/billing`;
 
 const SessionContext = createContext<SessionState | undefined>(undefined);
 
@@ -45,7 +53,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     await refresh();
   };
   const signUp = async (name: string, email: string, password: string) => {
-    await request("POST", "/auth/sign-up/email", { name, email, password });
+    await request("POST", "/auth/sign-up/email", { name, email, password, callbackURL: EMAIL_CONFIRMATION_CALLBACK_URL });
     await refresh();
   };
   const signOut = async () => {

@@ -24,6 +24,8 @@ export interface SessionUser {
   id: string;
   email: string;
   name: string;
+  /** Whether the address is confirmed (the link sent at sign-up was followed; false until then where that is required). */
+  emailVerified: boolean;
 }
 
 export interface JobType {

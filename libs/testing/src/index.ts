@@ -10,6 +10,7 @@ export * from "./system.js";
 export * from "./outcome.js";
 export * from "./eventually.js";
 export * from "./run-tmpdir.js";
+export * from "./mailbox.js";
 export { ensureExecutable, spawnServer, waitUntilReady, type SpawnedServer } from './local-process.js';
 export { getFreePort } from './free-port.js';
 export { privateNatsServers } from './private-nats-servers.js';

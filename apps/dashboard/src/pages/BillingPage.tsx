@@ -2,10 +2,12 @@ import { useState } from "react";
 import { api, withQuery } from "../api";
 import { creditCount, formatCredits, formatTime } from "../format";
 import { Link } from "../router";
+import { useSession } from "../session";
 import { EmptyState, ErrorMessage, Loading, PageHeader, DataTable, useResource } from "../components/ui";
 import type { Balance, Org, UsageEntry } from "../types";
 
 export function BillingPage() {
+  const session = useSession();
   const balance = useResource(() => api.get<Balance>("/billing/balance"), []);
   // The plan's limits as this deployment enforces them (a self-hoster's PLANS_JSON included), from the API.
   const org = useResource(() => api.get<Org>("/orgs/current"), []);
@@ -65,6 +67,12 @@ export function BillingPage() {
           <section className="card" aria-labelledby="balance-heading">
             <h2 id="balance-heading">Balance</h2>
             <p className="big-number">{formatCredits(balance.data.credits)}</p>
+            {balance.data.awaitingEmailVerification ? (
+              <p className="hint">
+                {balance.data.monthlyCredits !== null ? `This month's ${creditCount(balance.data.monthlyCredits)}` : "The free credits"} arrive once{" "}
+                {session.user?.emailVerified ? "this organization's creator confirms their email address" : "you confirm your email address"}.
+              </p>
+            ) : null}
             <p className="muted">{balance.data.reserved > 0 ? `${balance.data.reserved} credits reserved by running jobs.` : "Nothing reserved right now."}</p>
             {balance.data.monthlyCredits !== null && balance.data.renewsAt !== null ? (
               <p className="muted">

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuthContext } from "@renderbus/rpc";
+import { startMailbox, type Mailbox } from "@renderbus/testing";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 import { releaseConfirmedHolds } from "../billing/held-credits.js";
 import { renewDueCredits } from "../billing/monthly-credits.js";
@@ -10,49 +10,6 @@ import { HELD_CREDITS_MESSAGE } from "../rpc/billing.rpc.js";
 import { OAUTH_SIGN_IN_PATH } from "../oauth/oauth-provider.js";
 
 const ORIGIN = "http://127.0.0.1:3000";
-
-/** A real SMTP server on loopback (the mail server is outside Renderbus): it keeps what it is sent, or refuses it. */
-async function startMailbox() {
-  const received: { to: string[]; raw: string }[] = [];
-  let refusing = false;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS"],
-    logger: false,
-    onRcptTo(_address, _session, callback) {
-      callback(refusing ? Object.assign(new Error("mailbox unavailable"), { responseCode: 550 }) : undefined);
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("end", () => {
-        received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw: Buffer.concat(chunks).toString("utf8") });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.server.address() as { port: number }).port;
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    received,
-    refuse(value: boolean) {
-      refusing = value;
-    },
-    /** The confirmation link of the last email sent to `to` (quoted-printable decoded). */
-    linkFor(to: string): string {
-      const mail = received.filter((message) => message.to.includes(to)).at(-1);
-      if (!mail) throw new Error(`no email to ${to}`);
-      const body = mail.raw.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-      const link = /https?:\/\/\S+\/auth\/verify-email\?token=\S+/.exec(body)?.[0];
-      if (!link) throw new Error(`no confirmation link in ${body}`);
-      return link;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-type Mailbox = Awaited<ReturnType<typeof startMailbox>>;
 
 describe("email verification: a sign-up's free credits wait for its address (SECURITY-AUDIT finding 3)", () => {
   let mailbox: Mailbox;
@@ -186,7 +143,7 @@ describe("email verification: a sign-up's free credits wait for its address (SEC
       body: form.toString(),
       redirect: "manual",
     });
-    expect(new URL(mailbox.linkFor(email)).searchParams.get("callbackURL")).toBe("/app/");
+    expect(new URL(mailbox.linkFor(email)).searchParams.get("callbackURL")).toBe("/app/billing");
   });
 
   it("releases a held org whose plan an operator changes", async () => {

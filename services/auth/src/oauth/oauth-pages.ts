@@ -50,8 +50,8 @@ async function submitSignIn(request: IncomingMessage, response: ServerResponse, 
   const signUp = form.get("mode") === "sign-up";
   const email = form.get("email") ?? "";
   const body = signUp
-    ? // The confirmation link (where addresses are confirmed) lands on the dashboard, not back in the OAuth flow.
-      { email, password: form.get("password") ?? "", name: form.get("name") || email.split("@")[0] || "Renderbus user", oauth_query: oauthQuery, callbackURL: "/app/" }
+    ? // The confirmation link (where addresses are confirmed) lands on the dashboard, where the credits it releases show.
+      { email, password: form.get("password") ?? "", name: form.get("name") || email.split("@")[0] || "Renderbus user", oauth_query: oauthQuery, callbackURL: "/app/billing" }
     : { email, password: form.get("password") ?? "", oauth_query: oauthQuery };
   const result = await callBetterAuth(deps, signUp ? "/sign-up/email" : "/sign-in/email", body, request);
   const location = redirectOf(result.json);

@@ -1,0 +1,14 @@
+/** What was wrong with a confirmation link, from the `?error=` Better Auth adds to its redirect when one is bad. */
+export type ConfirmationLinkProblem = "expired" | "invalid";
+
+/**
+ * Better Auth's codes for a link that confirmed nothing: a token past its 24 hours, one it did not issue (or
+ * mangled by a mail client), or one for a deleted account. Pure, so it is unit-tested
+ * (test/email-confirmation.test.ts).
+ */
+export function confirmationLinkProblem(search: string): ConfirmationLinkProblem | undefined {
+  const error = new URLSearchParams(search).get("error");
+  if (error === "TOKEN_EXPIRED") return "expired";
+  if (error === "INVALID_TOKEN" || error === "USER_NOT_FOUND") return "invalid";
+  return undefined;
+}
