@@ -81,7 +81,7 @@ export function secretsKeyOf(config: AuthConfig): SecretKeyring {
 }
 
 /** The From of Renderbus's emails: EMAIL_FROM, or no-reply at the public URL's host. */
-export function emailFromOf(config: AuthConfig): string {
+export function emailFromOf(config: Pick<AuthConfig, "EMAIL_FROM" | "PUBLIC_URL">): string {
   return config.EMAIL_FROM ?? `Renderbus <no-reply@${new URL(config.PUBLIC_URL).hostname}>`;
 }
 

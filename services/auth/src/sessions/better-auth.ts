@@ -14,7 +14,9 @@ import { membershipOf } from "../orgs/membership.js";
 import { registerLoopbackClientsAsNative, renderbusOAuthProvider } from "../oauth/oauth-provider.js";
 import { memberKeyHooks, revokeKeysOfLeavingMember } from "../api-keys/member-key-hooks.js";
 import { releaseHeldCredits } from "../billing/held-credits.js";
-import { sendVerificationEmailWith, smtpVerificationMailer, VERIFICATION_LINK_SECONDS } from "../email/verification-email.js";
+import { smtpMailer, type Mailer } from "../email/mailer.js";
+import { sendVerificationEmailWith, VERIFICATION_LINK_SECONDS } from "../email/verification-email.js";
+import { PASSWORD_RESET_LINK_SECONDS, sendPasswordResetWith } from "../email/password-reset-email.js";
 
 /** The dashboard session cookie (docs/concepts.md: exactly this name, part of the contract). */
 export const SESSION_COOKIE = "rb_session";
@@ -48,6 +50,7 @@ export const ORGANIZATIONS_PER_USER = 10;
  */
 export function betterAuthOptions(config: AuthConfig, store: AuthResources, logger?: Logger, orgs: OrgCreation = new OrgCreation(store)) {
   const secure = new URL(config.PUBLIC_URL).protocol === "https:";
+  const mailer: Mailer | undefined = config.SMTP_URL ? smtpMailer(config) : undefined;
   return {
     appName: "Renderbus",
     baseURL: config.PUBLIC_URL,
@@ -55,16 +58,26 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
     secret: betterAuthSecretOf(config),
     database: store.pool,
     trustedOrigins: [new URL(config.PUBLIC_URL).origin],
-    emailAndPassword: { enabled: true, autoSignIn: true, minPasswordLength: 8, maxPasswordLength: 128 },
+    emailAndPassword: {
+      enabled: true,
+      autoSignIn: true,
+      minPasswordLength: 8,
+      maxPasswordLength: 128,
+      // Forgotten passwords: a link by email wherever there is a mail server (docs/operations.md, "Email"); a reset
+      // signs the account out everywhere. Without SMTP_URL, /auth/request-password-reset answers RESET_PASSWORD_DISABLED.
+      ...(mailer
+        ? { sendResetPassword: sendPasswordResetWith(mailer, logger), resetPasswordTokenExpiresIn: PASSWORD_RESET_LINK_SECONDS, revokeSessionsOnPasswordReset: true }
+        : {}),
+    },
     // EMAIL_VERIFICATION=required: a sign-up is sent a link; signing in does not wait for it, the free plan's credits
     // do (billing/held-credits.ts). The dashboard asks for another link through /auth/send-verification-email.
-    ...(config.EMAIL_VERIFICATION === "required" && config.SMTP_URL
+    ...(config.EMAIL_VERIFICATION === "required" && mailer
       ? {
           emailVerification: {
             sendOnSignUp: true,
             autoSignInAfterVerification: true,
             expiresIn: VERIFICATION_LINK_SECONDS,
-            sendVerificationEmail: sendVerificationEmailWith(smtpVerificationMailer(config), logger),
+            sendVerificationEmail: sendVerificationEmailWith(mailer, logger),
             afterEmailVerification: async (user: { id: string }) => {
               const released = await releaseHeldCredits(store.db, store.plans, user.id);
               logger?.info({ userId: user.id, released }, "email address confirmed");
