@@ -6,6 +6,7 @@ import { ErrorMessage, Loading } from "./components/ui";
 import { OrgSwitcher } from "./components/OrgSwitcher";
 import { EmailConfirmationBanner } from "./components/EmailConfirmationBanner";
 import { SignInPage, SignUpPage } from "./pages/AuthPages";
+import { ForgotPasswordPage, ResetPasswordPage } from "./pages/PasswordResetPages";
 import { JobsPage } from "./pages/JobsPage";
 import { NewJobPage } from "./pages/NewJobPage";
 import { JobDetailPage } from "./pages/JobDetailPage";
@@ -26,7 +27,13 @@ export function App() {
   );
 }
 
-const PUBLIC_PATHS = new Set(["/sign-in", "/sign-up"]);
+/** Signing in and up: signed out only, a signed-in visitor moves on (to `?next=`, else Jobs). */
+const AUTH_PATHS = new Set(["/sign-in", "/sign-up"]);
+/**
+ * A forgotten password: open signed in or not. A reset link may be opened in a browser signed in to any account,
+ * and must not be bounced to Jobs before it is used.
+ */
+const PASSWORD_RESET_PATHS = new Set(["/forgot-password", "/reset-password"]);
 
 const NAV: { to: string; label: string; section?: string }[] = [
   { to: "/jobs", label: "Jobs" },
@@ -40,17 +47,19 @@ const NAV: { to: string; label: string; section?: string }[] = [
 function Shell() {
   const session = useSession();
   const { path, search, navigate } = useRouter();
-  const isPublic = PUBLIC_PATHS.has(path);
+  const isAuthPage = AUTH_PATHS.has(path);
+  const isPasswordResetPage = PASSWORD_RESET_PATHS.has(path);
+  const isPublic = isAuthPage || isPasswordResetPage;
 
   useEffect(() => {
     // A signed-out visitor (say, opening an invitation link) comes back to the page they asked for once signed in.
     if (session.status === "signed-out" && !isPublic) navigate(`/sign-in${nextQuery(path, search)}`, { replace: true });
-    if (session.status === "signed-in" && (isPublic || path === "/")) {
-      const next = isPublic ? safeNextPath(new URLSearchParams(search).get("next")) : undefined;
+    if (session.status === "signed-in" && (isAuthPage || path === "/")) {
+      const next = isAuthPage ? safeNextPath(new URLSearchParams(search).get("next")) : undefined;
       // A link landing on the bare /app/ keeps its query: a bad confirmation link's `?error=` is for the banner.
-      navigate(next ?? `/jobs${isPublic ? "" : search}`, { replace: true });
+      navigate(next ?? `/jobs${isAuthPage ? "" : search}`, { replace: true });
     }
-  }, [session.status, isPublic, path, search, navigate]);
+  }, [session.status, isAuthPage, isPublic, path, search, navigate]);
 
   if (session.status === "loading") {
     return (
@@ -60,9 +69,17 @@ function Shell() {
     );
   }
   if (isPublic || session.status === "signed-out") {
-    return <main id="main" className="auth-layout">{path === "/sign-up" ? <SignUpPage /> : <SignInPage />}</main>;
+    return <main id="main" className="auth-layout">{publicPageFor(path)}</main>;
   }
   return <SignedInLayout>{routeFor(path)}</SignedInLayout>;
+}
+
+/** The page of a public path; signed out, any other path shows sign-in (while the redirect to it happens). */
+function publicPageFor(path: string): ReactNode {
+  if (path === "/sign-up") return <SignUpPage />;
+  if (path === "/forgot-password") return <ForgotPasswordPage />;
+  if (path === "/reset-password") return <ResetPasswordPage />;
+  return <SignInPage />;
 }
 
 function routeFor(path: string): ReactNode {

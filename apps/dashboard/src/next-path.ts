@@ -4,7 +4,7 @@
  * auth pages themselves) is ignored, so a crafted sign-in link cannot send people off the site. Pure, so it is
  * unit-tested (test/next-path.test.ts).
  */
-const AUTH_PATHS = new Set(["/sign-in", "/sign-up"]);
+const AUTH_PATHS = new Set(["/sign-in", "/sign-up", "/forgot-password", "/reset-password"]);
 
 export function safeNextPath(value: string | null | undefined): string | undefined {
   if (!value || value.length > 2000) return undefined;

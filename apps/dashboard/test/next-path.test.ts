@@ -13,9 +13,11 @@ describe("the page to return to after signing in", () => {
     }
   });
 
-  it("does not bounce between the sign-in and sign-up pages", () => {
+  it("does not bounce between the sign-in, sign-up and password reset pages", () => {
     expect(safeNextPath("/sign-in")).toBeUndefined();
     expect(safeNextPath("/sign-up?next=/jobs")).toBeUndefined();
+    expect(safeNextPath("/forgot-password")).toBeUndefined();
+    expect(safeNextPath("/reset-password?token=abc")).toBeUndefined();
     expect(safeNextPath(null)).toBeUndefined();
   });
 

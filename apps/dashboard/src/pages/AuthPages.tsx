@@ -2,10 +2,23 @@ import type { FormEvent } from "react";
 import { Link, useRouter } from "../router";
 import { useSession } from "../session";
 import { safeNextPath } from "../next-path";
+import { passwordChanged } from "../password-reset";
 import { ErrorMessage, Notice, PageHeader, useAction } from "../components/ui";
 
+/** The Renderbus name above every page for signing in, signing up and resetting a password. */
+export function AuthBrand() {
+  return (
+    <p className="brand brand-large">
+      <span className="brand-mark" aria-hidden="true">
+        R
+      </span>
+      Renderbus
+    </p>
+  );
+}
+
 /** The `?next=` this page was opened with, kept when moving between sign-in and sign-up. */
-function useNext(): { next: string | undefined; query: string } {
+export function useNext(): { next: string | undefined; query: string } {
   const { search } = useRouter();
   const next = safeNextPath(new URLSearchParams(search).get("next"));
   return { next, query: next ? `?next=${encodeURIComponent(next)}` : "" };
@@ -19,6 +32,7 @@ function InvitationNotice({ next }: { next: string | undefined }) {
 
 export function SignInPage() {
   const session = useSession();
+  const { search } = useRouter();
   const { next, query } = useNext();
   const { busy, error, run } = useAction();
   const submit = async (event: FormEvent<HTMLFormElement>) => {
@@ -28,13 +42,9 @@ export function SignInPage() {
   };
   return (
     <div className="auth-card">
-      <p className="brand brand-large">
-        <span className="brand-mark" aria-hidden="true">
-          R
-        </span>
-        Renderbus
-      </p>
+      <AuthBrand />
       <PageHeader title="Sign in" />
+      {passwordChanged(search) ? <Notice tone="success">Password changed. Sign in with your new password.</Notice> : null}
       <InvitationNotice next={next} />
       <form onSubmit={(event) => void submit(event)} className="form">
         <ErrorMessage error={error} />
@@ -50,6 +60,9 @@ export function SignInPage() {
           {busy ? "Signing in…" : "Sign in"}
         </button>
       </form>
+      <p>
+        <Link to={`/forgot-password${query}`}>Forgot your password?</Link>
+      </p>
       <p>
         New to Renderbus? <Link to={`/sign-up${query}`}>Create an account</Link>
       </p>
@@ -68,12 +81,7 @@ export function SignUpPage() {
   };
   return (
     <div className="auth-card">
-      <p className="brand brand-large">
-        <span className="brand-mark" aria-hidden="true">
-          R
-        </span>
-        Renderbus
-      </p>
+      <AuthBrand />
       <PageHeader title="Create your account">
         <p className="muted">You get a personal organization on the free plan with 200 credits a month.</p>
       </PageHeader>
