@@ -167,7 +167,9 @@ describe('PortRegistry', () => {
 
     writeFileSync(join(dir, '7550'), '2147483646'); // left by a process killed without an exit event
     const child = await takeInChild(dir, 7_500, 7_600, 1);
-    expect(existsSync(join(dir, '7550'))).toBe(false);
+    // Gone, or taken over by the child when its random start landed on it (1 run in 100 did, and failed on `false`).
+    const stale = join(dir, '7550');
+    expect(existsSync(stale) ? readFileSync(stale, 'utf8') : 'removed').not.toBe('2147483646');
     expect(existsSync(join(dir, String(child.ports[0])))).toBe(true);
     await child.release();
     expect(existsSync(join(dir, String(child.ports[0])))).toBe(false);
