@@ -17,9 +17,10 @@ export interface Mailbox {
   /** The emails sent to `to`, oldest first. */
   emailsTo(to: string): ReceivedEmail[];
   /**
-   * The first link containing `path` in the newest email sent to `to`, quoted-printable decoded: by default the
-   * address confirmation link (`.../auth/verify-email?token=...`); `"/auth/reset-password/"` for a password reset.
-   * @throws Error when no email was sent to `to`, or the newest one holds no such link.
+   * The first link containing `path` in the newest email sent to `to` that has one, quoted-printable decoded: by
+   * default the address confirmation link (`.../auth/verify-email?token=...`); `"/auth/reset-password/"` for a
+   * password reset, `"/app/invitations/"` for an invitation.
+   * @throws Error when no email was sent to `to`, or none holds such a link.
    */
   linkFor(to: string, path?: string): string;
   close(): Promise<void>;
@@ -61,12 +62,15 @@ export async function startMailbox(): Promise<Mailbox> {
     },
     emailsTo,
     linkFor(to, path = "/auth/verify-email?token=") {
-      const mail = emailsTo(to).at(-1);
-      if (!mail) throw new Error(`no email to ${to}`);
-      const body = decodeQuotedPrintable(mail.raw);
-      const link = body.match(/https?:\/\/[^\s"'<>]+/g)?.find((url) => url.includes(path));
-      if (!link) throw new Error(`no link containing ${path} in ${body}`);
-      return link;
+      const emails = emailsTo(to);
+      if (emails.length === 0) throw new Error(`no email to ${to}`);
+      for (const mail of emails.toReversed()) {
+        const link = decodeQuotedPrintable(mail.raw)
+          .match(/https?:\/\/[^\s"'<>]+/g)
+          ?.find((url) => url.includes(path));
+        if (link) return link;
+      }
+      throw new Error(`no link containing ${path} in the ${emails.length} emails to ${to}`);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

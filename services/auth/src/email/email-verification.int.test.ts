@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuthContext } from "@renderbus/rpc";
-import { startMailbox, type Mailbox } from "@renderbus/testing";
+import { eventually, startMailbox, type Mailbox } from "@renderbus/testing";
 import { startAuthHarness, type AuthHarness } from "../testing/auth-harness.js";
 import { releaseConfirmedHolds } from "../billing/held-credits.js";
 import { renewDueCredits } from "../billing/monthly-credits.js";
@@ -122,13 +122,25 @@ describe("email verification: a sign-up's free credits wait for its address (SEC
     expect(await releaseConfirmedHolds(harness.store.db, harness.store.plans)).toBe(0);
   });
 
-  it("lets only a confirmed address accept an invitation (an address signed up with but not owned cannot take it)", async () => {
+  it("emails invitations from confirmed inviters only, and lets only a confirmed address accept one (an address signed up with but not owned cannot take it)", async () => {
+    const unconfirmed = await signUp();
+    const stranger = `stranger-${randomBytes(4).toString("hex")}@example.com`;
+    const unsent = await unconfirmed.call("POST", "/organization/invite-member", { email: stranger, role: "member" });
+    expect(unsent.status).toBe(200); // the dashboard shows the link to share
+
     const owner = await signUp();
     await follow(mailbox.linkFor(owner.email));
     const invitee = await signUp();
     const invited = await owner.call("POST", "/organization/invite-member", { email: invitee.email, role: "member" });
     expect(invited.status).toBe(200);
     const { id: invitationId } = (await invited.json()) as { id: string };
+    await eventually(async () => mailbox.emailsTo(invitee.email).length, (count) => count === 2);
+    expect(mailbox.linkFor(invitee.email, "/app/invitations/")).toBe(`${ORIGIN}/app/invitations/${invitationId}`);
+    const invitation = mailbox.emailsTo(invitee.email).at(-1)!.raw;
+    expect(invitation).toMatch(/^Subject: Join Ada's organization on Renderbus/m);
+    expect(invitation).toContain(`Ada (${owner.email}) invited you`);
+    expect(mailbox.emailsTo(stranger)).toEqual([]);
+
     expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(403);
     await follow(mailbox.linkFor(invitee.email));
     expect((await invitee.call("POST", "/organization/accept-invitation", { invitationId })).status).toBe(200);

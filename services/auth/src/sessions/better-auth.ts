@@ -17,6 +17,7 @@ import { releaseHeldCredits } from "../billing/held-credits.js";
 import { smtpMailer, type Mailer } from "../email/mailer.js";
 import { sendVerificationEmailWith, VERIFICATION_LINK_SECONDS } from "../email/verification-email.js";
 import { PASSWORD_RESET_LINK_SECONDS, sendPasswordResetWith } from "../email/password-reset-email.js";
+import { sendInvitationEmailWith } from "../email/invitation-email.js";
 
 /** The dashboard session cookie (docs/concepts.md: exactly this name, part of the contract). */
 export const SESSION_COOKIE = "rb_session";
@@ -37,6 +38,7 @@ export const BETTER_AUTH_RATE_LIMITS = {
   "/forget-password/*": { window: 60, max: 10 },
   "/change-password": { window: 60, max: 10 },
   "/send-verification-email": { window: 60, max: 10 },
+  "/organization/invite-member": { window: 60, max: 30 },
 };
 
 /** How many organizations one user may belong to (each user-created org starts on `free` with its credits). */
@@ -143,11 +145,12 @@ export function betterAuthOptions(config: AuthConfig, store: AuthResources, logg
         // Deleting an org would cascade to its keys, credits and ledger while its jobs live on in another service:
         // that is an operator's decision, not a dashboard button.
         disableOrganizationDeletion: true,
-        // Invitations are not emailed: the inviter shares the link the dashboard shows, and the invitee accepts while
-        // signed in with the invited address. Where addresses are confirmed, only a confirmed one may accept, so an
-        // address someone signed up with but does not own cannot take an invitation meant for its owner. Invitation
-        // ids are random UUIDs (122 bits).
+        // The dashboard shows the invitation link to share; with a mail server, an inviter whose address is confirmed
+        // also has it emailed. The invitee accepts while signed in with the invited address. Where addresses are
+        // confirmed, only a confirmed one may accept, so an address someone signed up with but does not own cannot
+        // take an invitation meant for its owner. Invitation ids are random UUIDs (122 bits).
         requireEmailVerificationOnInvitation: config.EMAIL_VERIFICATION === "required",
+        ...(mailer ? { sendInvitationEmail: sendInvitationEmailWith(mailer, config.PUBLIC_URL, logger) } : {}),
         invitationExpiresIn: 7 * 24 * 60 * 60,
         // A removed (or leaving) member's API keys stop working; a role change reaches cached keys at once.
         organizationHooks: { afterCreateOrganization: orgs.afterCreateOrganization, ...memberKeyHooks(store) },

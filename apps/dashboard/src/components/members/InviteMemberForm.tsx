@@ -5,8 +5,8 @@ import { organizations, type Invitation, type Role } from "../../organizations";
 import { CopyButton, ErrorMessage, useAction } from "../ui";
 
 /**
- * Invites someone by email. Invitations are not emailed, so the result is a link for the inviter to share; the
- * invitee opens it signed in with that address.
+ * Invites someone by email. The result is a link for the inviter to share (a deployment with a mail server also
+ * emails it, from a confirmed inviter); the invitee opens it signed in with that address.
  */
 export function InviteMemberForm({ organizationId, onInvited }: { organizationId: string; onInvited: () => Promise<unknown> }) {
   const [email, setEmail] = useState("");
