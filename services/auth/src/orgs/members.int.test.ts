@@ -106,6 +106,45 @@ describe("organizations on Better Auth's organization plugin: members, roles, in
     expect(await outcomeOf(harness.authClient.getOrg({}, { auth: { ...admin, role: "" } }))).toBe("ok"); // org still exists
   });
 
+  it("keeps the owner the owner's to give: admins manage members but cannot make, demote or remove an owner; members change nothing; an org never loses its last owner", async () => {
+    const owner = await signUp(harness, "Boss");
+    const orgId = (await owner.context()).orgId;
+    const join = async (name: string, role: "admin" | "member") => {
+      const person = await signUp(harness, name);
+      const invited = await owner.call("POST", "/organization/invite-member", { email: person.email, role });
+      expect((await person.call("POST", "/organization/accept-invitation", { invitationId: invited.json.id })).status).toBe(200);
+      return person;
+    };
+    const admin = await join("Deputy", "admin");
+    const member = await join("Crew", "member");
+    const members = (await owner.call("GET", "/organization/list-members")).json.members as { id: string; userId: string; role: string }[];
+    const idOf = async (person: Person) => {
+      const { userId } = await person.context();
+      return members.find((entry) => entry.userId === userId)!.id;
+    };
+    const [ownerId, adminId, memberId] = [await idOf(owner), await idOf(admin), await idOf(member)];
+    const roleOf = async (memberIdToRead: string) =>
+      ((await owner.call("GET", "/organization/list-members")).json.members as { id: string; role: string }[]).find((entry) => entry.id === memberIdToRead)?.role;
+
+    // An admin manages members and admins...
+    expect((await admin.call("POST", "/organization/update-member-role", { memberId, role: "admin" })).status).toBe(200);
+    expect((await admin.call("POST", "/organization/update-member-role", { memberId, role: "member" })).status).toBe(200);
+    // ...but cannot make anyone owner, itself included, nor demote or remove the owner.
+    expect((await admin.call("POST", "/organization/update-member-role", { memberId: adminId, role: "owner" })).status).toBe(403);
+    expect((await admin.call("POST", "/organization/update-member-role", { memberId, role: "owner" })).status).toBe(403);
+    expect((await admin.call("POST", "/organization/update-member-role", { memberId: ownerId, role: "member" })).status).toBe(403);
+    expect((await admin.call("POST", "/organization/remove-member", { memberIdOrEmail: owner.email })).status).toBeGreaterThanOrEqual(400);
+    const ownerInvite = await admin.call("POST", "/organization/invite-member", { email: `heir-${randomBytes(3).toString("hex")}@example.com`, role: "owner" });
+    expect(ownerInvite.status).toBe(403);
+    // A member changes no one's role, its own included.
+    expect((await member.call("POST", "/organization/update-member-role", { memberId, role: "admin" })).status).toBe(403);
+    expect((await member.call("POST", "/organization/update-member-role", { memberId: adminId, role: "member" })).status).toBe(403);
+    // The only owner cannot step down or leave.
+    expect((await owner.call("POST", "/organization/update-member-role", { memberId: ownerId, role: "admin" })).status).toBe(400);
+    expect((await owner.call("POST", "/organization/leave", { organizationId: orgId })).status).toBe(400);
+    expect([await roleOf(ownerId), await roleOf(adminId), await roleOf(memberId)]).toEqual(["owner", "admin", "member"]);
+  });
+
   it("refuses an invitation to anyone but the invited address, and to a non-member setting it active", async () => {
     const owner = await signUp(harness, "Guarded");
     const stranger = await signUp(harness, "Stranger");
