@@ -15,15 +15,22 @@ export function invitationUrl(publicUrl: string, invitationId: string): string {
   return new URL(`/app/invitations/${encodeURIComponent(invitationId)}`, publicUrl).toString();
 }
 
+/** A name someone typed, as one bounded line: no line breaks to start a header or a paragraph of their own. */
+function oneLine(text: string, max: number): string {
+  return text.replace(/\s+/g, " ").trim().slice(0, max);
+}
+
 /** The invitation email: who invites, to which org and role, and the page that accepts it. */
 export function invitationEmail(invitation: InvitationToSend, publicUrl: string) {
   const inviter = invitation.inviter.user;
-  const who = inviter.name.trim() ? `${inviter.name.trim().slice(0, 80)} (${inviter.email})` : inviter.email;
+  const name = oneLine(inviter.name, 80);
+  const who = name ? `${name} (${inviter.email})` : inviter.email;
+  const org = oneLine(invitation.organization.name, 80);
   return {
     to: invitation.email,
-    subject: `Join ${invitation.organization.name.slice(0, 80)} on Renderbus`,
+    subject: `Join ${org} on Renderbus`,
     text: [
-      `${who} invited you to the organization "${invitation.organization.name.slice(0, 200)}" on Renderbus, as ${invitation.role}.`,
+      `${who} invited you to the organization "${org}" on Renderbus, as ${invitation.role}.`,
       "",
       `To accept, open this page and sign in (or sign up) with ${invitation.email}:`,
       "",
