@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { createTestDatabase, startMailbox, startSystem, testInfra, testNamespace, type Mailbox, type RunningSystem } from "@renderbus/testing";
-import { repoRoot, waitFor } from "../helpers.js";
+import { csrfTokenOf, repoRoot, waitFor } from "../helpers.js";
 import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
 
 const LONG = 120_000;
@@ -125,6 +125,73 @@ describe("confirming an email address from the dashboard, in a real browser with
       await screenshot(page, "email-confirmation-confirmed");
 
       expect(problems).toEqual([]);
+      await context.close();
+    },
+    LONG,
+  );
+
+  it(
+    "asks an invitee to confirm their address before the invitation opens, and brings the link back to it",
+    async () => {
+      // The owner, through the API: signs up, confirms (invitations are answered only from confirmed addresses, and
+      // emailed only by confirmed inviters), invites an address nobody has signed up with yet.
+      const origin = system.gatewayUrl;
+      const ownerEmail = `olga-${Date.now()}@example.com`;
+      const signUp = await fetch(`${origin}/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify({ email: ownerEmail, password: "correct horse battery", name: "Olga" }),
+      });
+      expect(signUp.status).toBe(200);
+      const cookie = signUp.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
+      await waitFor(() => (mailbox.emailsTo(ownerEmail).length === 1 ? true : undefined), { what: "the owner's confirmation email" });
+      expect((await fetch(mailbox.linkFor(ownerEmail), { redirect: "manual" })).status).toBe(302);
+      const inviteeEmail = `ivan-${Date.now()}@example.com`;
+      const invite = await fetch(`${origin}/auth/organization/invite-member`, {
+        method: "POST",
+        headers: { cookie, origin, "content-type": "application/json", "x-csrf-token": await csrfTokenOf(origin, cookie) },
+        body: JSON.stringify({ email: inviteeEmail, role: "member" }),
+      });
+      expect(invite.status).toBe(200);
+      const { id: invitationId } = (await invite.json()) as { id: string };
+      const invitationPath = `/app/invitations/${invitationId}`;
+      await waitFor(() => (mailbox.emailsTo(inviteeEmail).length === 1 ? true : undefined), { what: "the invitation email" });
+      expect(mailbox.linkFor(inviteeEmail, "/app/invitations/")).toBe(`${origin}${invitationPath}`);
+
+      // The invitee follows the emailed link, creates an account with the invited address...
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: origin });
+      context.setDefaultTimeout(60_000);
+      const page = await context.newPage();
+      await page.goto(invitationPath);
+      await page.getByRole("link", { name: "Create an account" }).click();
+      await page.getByLabel("Name").fill("Ivan Invitee");
+      await page.getByLabel("Email").fill(inviteeEmail);
+      await page.getByLabel("Password").fill("correct horse battery");
+      await page.getByRole("button", { name: "Create account" }).click();
+
+      // ...and is asked to confirm it first, not told the invitation is someone else's.
+      const confirm = page.getByRole("region", { name: "Confirm your email address to open this invitation" });
+      await confirm.waitFor();
+      expect(page.url()).toBe(`${origin}${invitationPath}`);
+      expect(await page.getByText("This invitation was sent to a different email address.").count()).toBe(0);
+      expect(await seriousAccessibilityViolations(page)).toEqual([]);
+      await screenshot(page, "email-confirmation-invitation");
+      // The sign-up's own link comes back to the invitation, and so does one asked for here.
+      await waitFor(() => (mailbox.emailsTo(inviteeEmail).length === 2 ? true : undefined), { what: "the invitee's confirmation email" });
+      expect(mailbox.linkFor(inviteeEmail)).toContain(`callbackURL=${encodeURIComponent(invitationPath)}`);
+      await confirm.getByRole("button", { name: "Send the link again" }).click();
+      await confirm.getByRole("status").getByText(`Sent: a new link is on its way to ${inviteeEmail}.`).waitFor();
+      await waitFor(() => (mailbox.emailsTo(inviteeEmail).length === 3 ? true : undefined), { what: "the link asked for again" });
+      const link = mailbox.linkFor(inviteeEmail);
+      expect(link).toContain(`callbackURL=${encodeURIComponent(invitationPath)}`);
+
+      await page.goto(link);
+      expect(page.url()).toBe(`${origin}${invitationPath}`);
+      await page.getByRole("heading", { name: "Join Olga's organization" }).waitFor();
+      await page.getByRole("button", { name: "Accept invitation" }).click();
+      await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+      const me = (await (await context.request.get("/me")).json()) as { data: { role: string } };
+      expect(me.data.role).toBe("member");
       await context.close();
     },
     LONG,

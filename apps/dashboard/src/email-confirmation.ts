@@ -1,3 +1,11 @@
+/**
+ * Better Auth refuses to show or answer an invitation to an unconfirmed address where addresses are confirmed (403,
+ * "Email verification required ..."): a different 403 from "sent to a different address", told apart by its message.
+ */
+export function needsConfirmedAddress(error: unknown): boolean {
+  return error instanceof Error && "status" in error && error.status === 403 && /email verification required/i.test(error.message);
+}
+
 /** What was wrong with a confirmation link, from the `?error=` Better Auth adds to its redirect when one is bad. */
 export type ConfirmationLinkProblem = "expired" | "invalid";
 

@@ -14,7 +14,8 @@ interface SessionState {
   user?: SessionUser;
   refresh: () => Promise<void>;
   signIn: (email: string, password: string) => Promise<void>;
-  signUp: (name: string, email: string, password: string) => Promise<void>;
+  /** `landOn`: the dashboard path the confirmation link returns to (an invitation being answered), else Billing. */
+  signUp: (name: string, email: string, password: string, landOn?: string) => Promise<void>;
   signOut: () => Promise<void>;
 }
 
@@ -52,8 +53,8 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     await request("POST", "/auth/sign-in/email", { email, password, rememberMe: true });
     await refresh();
   };
-  const signUp = async (name: string, email: string, password: string) => {
-    await request("POST", "/auth/sign-up/email", { name, email, password, callbackURL: EMAIL_CONFIRMATION_CALLBACK_URL });
+  const signUp = async (name: string, email: string, password: string, landOn?: string) => {
+    await request("POST", "/auth/sign-up/email", { name, email, password, callbackURL: landOn ? `${BASE}${landOn}` : EMAIL_CONFIRMATION_CALLBACK_URL });
     await refresh();
   };
   const signOut = async () => {

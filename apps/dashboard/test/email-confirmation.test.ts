@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { confirmationLinkProblem } from "../src/email-confirmation.js";
+import { confirmationLinkProblem, needsConfirmedAddress } from "../src/email-confirmation.js";
 
 describe("what a confirmation link's redirect says went wrong", () => {
   it("tells an expired link from one that was never valid", () => {
@@ -12,5 +12,17 @@ describe("what a confirmation link's redirect says went wrong", () => {
     expect(confirmationLinkProblem("")).toBeUndefined();
     expect(confirmationLinkProblem("?status=failed")).toBeUndefined();
     expect(confirmationLinkProblem("?error=SOMETHING_ELSE")).toBeUndefined();
+  });
+});
+
+describe("an invitation refused until the address is confirmed", () => {
+  const refusal = (status: number, message: string) => Object.assign(new Error(message), { status });
+
+  it("is told apart from an invitation sent to another address by Better Auth's message", () => {
+    expect(needsConfirmedAddress(refusal(403, "Email verification required to view or list invitations for the session email"))).toBe(true);
+    expect(needsConfirmedAddress(refusal(403, "Email verification required before accepting or rejecting invitation"))).toBe(true);
+    expect(needsConfirmedAddress(refusal(403, "You are not the recipient of the invitation"))).toBe(false);
+    expect(needsConfirmedAddress(refusal(400, "Email verification required"))).toBe(false);
+    expect(needsConfirmedAddress("Email verification required")).toBe(false);
   });
 });

@@ -1,10 +1,10 @@
 import { useCallback, useEffect, useState } from "react";
-import { api, request } from "../api";
+import { api } from "../api";
 import { confirmationLinkProblem } from "../email-confirmation";
 import { useRouter } from "../router";
 import { EMAIL_CONFIRMATION_CALLBACK_URL, useSession } from "../session";
 import type { Balance } from "../types";
-import { ErrorMessage, useAction } from "./ui";
+import { SendConfirmationLink } from "./SendConfirmationLink";
 
 /**
  * Above every signed-in page while the org's free credits are held (`GET /billing/balance` says
@@ -45,21 +45,8 @@ export function EmailConfirmationBanner() {
     return () => document.removeEventListener("visibilitychange", onShown);
   }, [awaiting, read]);
 
-  const { busy, error, run } = useAction();
-  const [sentTo, setSentTo] = useState<string>();
+  const [sent, setSent] = useState(false);
   const email = session.user?.email;
-  const send = (address: string) =>
-    run(async () => {
-      setSentTo(undefined);
-      try {
-        await request("POST", "/auth/send-verification-email", { email: address, callbackURL: EMAIL_CONFIRMATION_CALLBACK_URL });
-      } catch (caught) {
-        // Confirmed meanwhile ("Email is already verified")? Then the banner goes.
-        void read();
-        throw caught;
-      }
-      setSentTo(address);
-    });
 
   if (!awaiting) return null;
   if (session.user?.emailVerified) {
@@ -70,7 +57,7 @@ export function EmailConfirmationBanner() {
       </section>
     );
   }
-  const linkProblem = sentTo ? undefined : confirmationLinkProblem(search);
+  const linkProblem = sent ? undefined : confirmationLinkProblem(search);
   return (
     <section className="alert alert-warning email-confirmation" aria-labelledby="email-confirmation-heading">
       <h2 id="email-confirmation-heading">Confirm your email address</h2>
@@ -85,14 +72,9 @@ export function EmailConfirmationBanner() {
         arrive once you follow it.
       </p>
       {email ? (
-        <div className="email-confirmation-actions">
-          <button type="button" className="button button-small" onClick={() => void send(email)} disabled={busy}>
-            {busy ? "Sending…" : "Send the link again"}
-          </button>
-          <p role="status">{sentTo ? `Sent: a new link is on its way to ${sentTo}.` : ""}</p>
-        </div>
+        // A failure may mean it was confirmed meanwhile ("Email is already verified"): look again, and the banner goes.
+        <SendConfirmationLink email={email} callbackURL={EMAIL_CONFIRMATION_CALLBACK_URL} onSent={() => setSent(true)} onFailed={() => void read()} />
       ) : null}
-      <ErrorMessage error={error} title="The link could not be sent" />
     </section>
   );
 }

@@ -77,7 +77,7 @@ export function SignUpPage() {
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    await run(() => session.signUp(String(form.get("name")), String(form.get("email")), String(form.get("password"))));
+    await run(() => session.signUp(String(form.get("name")), String(form.get("email")), String(form.get("password")), next));
   };
   return (
     <div className="auth-card">

@@ -5,6 +5,9 @@ import { Link, useRouter } from "../router";
 import { useSession } from "../session";
 import { organizations, type InvitationForRecipient } from "../organizations";
 import { ErrorMessage, Loading, Notice, PageHeader, useAction, useResource } from "../components/ui";
+import { SendConfirmationLink } from "../components/SendConfirmationLink";
+import { needsConfirmedAddress } from "../email-confirmation";
+import { BASE } from "../router";
 
 /**
  * Where an invitation link leads (`/app/invitations/:id`). Signed-out visitors are sent to sign in first and come
@@ -18,7 +21,7 @@ export function InvitationPage({ invitationId }: { invitationId: string }) {
     <>
       <PageHeader title="Invitation" />
       {invitation.loading && !invitation.data ? <Loading label="Loading the invitation" /> : null}
-      {invitation.error ? <InvitationProblem error={invitation.error} /> : null}
+      {invitation.error ? <InvitationProblem error={invitation.error} invitationId={invitationId} /> : null}
       {declined ? (
         <Notice tone="success">
           You declined the invitation. <Link to="/jobs">Go to your jobs</Link>.
@@ -88,9 +91,24 @@ function InvitationCard({ invitation, onDeclined }: { invitation: InvitationForR
   );
 }
 
-/** Better Auth's two refusals an invitee can meet, in words that say what to do next. */
-function InvitationProblem({ error }: { error: unknown }) {
+/** Better Auth's refusals an invitee can meet, in words that say what to do next. */
+function InvitationProblem({ error, invitationId }: { error: unknown; invitationId: string }) {
   const session = useSession();
+  const email = session.user?.email;
+  if (needsConfirmedAddress(error)) {
+    // Where addresses are confirmed, only a confirmed one may see or answer an invitation; the link sent now lands
+    // back here.
+    return (
+      <section className="alert alert-warning email-confirmation" aria-labelledby="invitation-confirm-heading">
+        <h2 id="invitation-confirm-heading">Confirm your email address to open this invitation</h2>
+        <p>
+          Invitations are answered from a confirmed address. Follow the link we sent to {email ? <strong className="break">{email}</strong> : "your address"}, or
+          send a new one: it brings you back to this invitation.
+        </p>
+        {email ? <SendConfirmationLink email={email} callbackURL={`${BASE}/invitations/${encodeURIComponent(invitationId)}`} /> : null}
+      </section>
+    );
+  }
   if (error instanceof ApiError && error.status === 403) {
     return (
       <div className="alert alert-error" role="alert">
