@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { createTestDatabase, startMailbox, startSystem, testInfra, testNamespace, type Mailbox, type RunningSystem } from "@renderbus/testing";
-import { csrfTokenOf, repoRoot, waitFor } from "../helpers.js";
-import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
+import type { Mailbox, RunningSystem } from "@renderbus/testing";
+import { csrfTokenOf, waitFor } from "../helpers.js";
+import { screenshot, seriousAccessibilityViolations } from "./browser.js";
+import { startDashboardRig, type DashboardRig } from "./dashboard-rig.js";
 
 const LONG = 120_000;
 
@@ -10,30 +11,19 @@ const LONG = 120_000;
 const CALLBACK = "/app/billing";
 
 describe("confirming an email address from the dashboard, in a real browser with a real mail server", () => {
+  let rig: DashboardRig;
   let mailbox: Mailbox;
   let system: RunningSystem;
   let browser: Browser;
 
   beforeAll(async () => {
-    const infra = testInfra();
-    [mailbox] = await Promise.all([startMailbox(), ensureDashboardBuilt()]);
-    system = await startSystem({
-      repoRoot,
-      databaseUrl: await createTestDatabase("dashemail"),
-      natsUrl: infra.natsUrl,
-      redisUrl: infra.redisUrl,
-      namespace: testNamespace("dashemail"),
-      // Given an SMTP server, the system keeps EMAIL_VERIFICATION=required: sign-ups are emailed a link.
-      env: { MODE: "test", SMTP_URL: mailbox.url },
-    });
-    browser = await launchChromium();
+    // Given an SMTP server, the system keeps EMAIL_VERIFICATION=required: sign-ups are emailed a link.
+    rig = await startDashboardRig("dashemail", { mail: true });
+    ({ system, browser } = rig);
+    mailbox = rig.mailbox!;
   }, 240_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox?.close();
-  });
+  afterAll(() => rig?.stop());
 
   /** Opens `url` and returns once the page and the banner have each read the balance (so the banner has decided). */
   async function openAndReadBalance(page: Page, url: string) {

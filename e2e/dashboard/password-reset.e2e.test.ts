@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { createTestDatabase, startMailbox, startSystem, testInfra, testNamespace, type Mailbox, type RunningSystem } from "@renderbus/testing";
-import { repoRoot, waitFor } from "../helpers.js";
-import { ensureDashboardBuilt, launchChromium, screenshot, seriousAccessibilityViolations } from "./browser.js";
+import type { Mailbox, RunningSystem } from "@renderbus/testing";
+import { waitFor } from "../helpers.js";
+import { screenshot, seriousAccessibilityViolations } from "./browser.js";
+import { startDashboardRig, type DashboardRig } from "./dashboard-rig.js";
 
 const LONG = 180_000;
 
@@ -37,29 +38,18 @@ async function askForLink(page: Page, email: string) {
 }
 
 describe("resetting a forgotten password from the dashboard, in a real browser with a real mail server", () => {
+  let rig: DashboardRig;
   let mailbox: Mailbox;
   let system: RunningSystem;
   let browser: Browser;
 
   beforeAll(async () => {
-    const infra = testInfra();
-    [mailbox] = await Promise.all([startMailbox(), ensureDashboardBuilt()]);
-    system = await startSystem({
-      repoRoot,
-      databaseUrl: await createTestDatabase("dashreset"),
-      natsUrl: infra.natsUrl,
-      redisUrl: infra.redisUrl,
-      namespace: testNamespace("dashreset"),
-      env: { MODE: "test", SMTP_URL: mailbox.url },
-    });
-    browser = await launchChromium();
+    rig = await startDashboardRig("dashreset", { mail: true });
+    ({ system, browser } = rig);
+    mailbox = rig.mailbox!;
   }, 240_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox?.close();
-  });
+  afterAll(() => rig?.stop());
 
   /** Waits for the `count`th email to `email` and returns the reset link in it. */
   async function resetLinkIn(email: string, count: number): Promise<string> {
@@ -179,27 +169,16 @@ describe("resetting a forgotten password from the dashboard, in a real browser w
 });
 
 describe("password reset on a deployment without a mail server", () => {
+  let rig: DashboardRig;
   let system: RunningSystem;
   let browser: Browser;
 
   beforeAll(async () => {
-    const infra = testInfra();
-    await ensureDashboardBuilt();
-    system = await startSystem({
-      repoRoot,
-      databaseUrl: await createTestDatabase("dashresetoff"),
-      natsUrl: infra.natsUrl,
-      redisUrl: infra.redisUrl,
-      namespace: testNamespace("dashresetoff"),
-      env: { MODE: "test" },
-    });
-    browser = await launchChromium();
+    rig = await startDashboardRig("dashresetoff");
+    ({ system, browser } = rig);
   }, 240_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-  });
+  afterAll(() => rig?.stop());
 
   it("says it is not available here and to ask an operator", async () => {
     const { context, page, problems } = await newPage(browser, system.gatewayUrl);
