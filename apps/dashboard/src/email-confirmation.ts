@@ -1,9 +1,12 @@
+import { refusalOf } from "./refusal.js";
+
 /**
  * Better Auth refuses to show or answer an invitation to an unconfirmed address where addresses are confirmed (403,
  * "Email verification required ..."): a different 403 from "sent to a different address", told apart by its message.
  */
 export function needsConfirmedAddress(error: unknown): boolean {
-  return error instanceof Error && "status" in error && error.status === 403 && /email verification required/i.test(error.message);
+  const refusal = refusalOf(error);
+  return refusal?.status === 403 && /email verification required/i.test(refusal.message);
 }
 
 /** What was wrong with a confirmation link, from the `?error=` Better Auth adds to its redirect when one is bad. */

@@ -1,3 +1,5 @@
+import { refusalOf } from "./refusal.js";
+
 /**
  * The rules of the forgotten-password pages (pages/PasswordResetPages.tsx). Pure, so they are unit-tested
  * (test/password-reset.test.ts).
@@ -39,22 +41,6 @@ export function newPasswordProblem(password: string, confirmation: string): NewP
   if (password.length > PASSWORD_MAX_LENGTH) return { field: "newPassword", message: `Use at most ${PASSWORD_MAX_LENGTH} characters.` };
   if (password !== confirmation) return { field: "confirmation", message: "The two passwords do not match." };
   return undefined;
-}
-
-/**
- * The parts of an ApiError (api.ts) these rules read. Read by shape, not `instanceof`, so this file needs nothing of
- * the browser's and runs in the unit tests as it is.
- */
-interface Refusal {
-  status: number;
-  code: string;
-  message: string;
-}
-
-function refusalOf(error: unknown): Refusal | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const { status, code, message } = error as Partial<Refusal>;
-  return typeof status === "number" && typeof code === "string" && typeof message === "string" ? { status, code, message } : undefined;
 }
 
 /**

@@ -16,7 +16,8 @@ describe("what a confirmation link's redirect says went wrong", () => {
 });
 
 describe("an invitation refused until the address is confirmed", () => {
-  const refusal = (status: number, message: string) => Object.assign(new Error(message), { status });
+  // As api.ts's ApiError carries them: the envelope's code, the message, the status.
+  const refusal = (status: number, message: string) => Object.assign(new Error(message), { status, code: status === 403 ? "FORBIDDEN" : "VALIDATION_ERROR" });
 
   it("is told apart from an invitation sent to another address by Better Auth's message", () => {
     expect(needsConfirmedAddress(refusal(403, "Email verification required to view or list invitations for the session email"))).toBe(true);

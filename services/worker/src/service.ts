@@ -22,7 +22,6 @@ import type { JobRunnerDeps } from "./run-job/process-dispatch.js";
 import { chooseSandbox, configureSandbox } from "./sandbox/sandbox.js";
 import { startOutputPruning } from "./retention/prune-outputs.js";
 
-
 export interface WorkerService {
   workerId: string;
   /** Taking work: connected to NATS and not shutting down (the metrics port's `/readyz`, a Kubernetes readiness probe). */

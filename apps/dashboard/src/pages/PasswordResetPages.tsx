@@ -115,15 +115,16 @@ export function ResetPasswordPage() {
     });
   };
 
+  const idOf = (field: NewPasswordProblem["field"]) => (field === "newPassword" ? "new-password" : "confirm-password");
   const fieldProps = (field: NewPasswordProblem["field"], hint?: string) => {
-    const id = field === "newPassword" ? "new-password" : "confirm-password";
+    const id = idOf(field);
     const invalid = problem?.field === field;
     const describedBy = [hint ?? "", invalid ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
     return { id, name: field, ref: fields[field], "aria-invalid": invalid ? true : undefined, "aria-describedby": describedBy };
   };
   const fieldError = (field: NewPasswordProblem["field"]) =>
     problem?.field === field ? (
-      <p className="field-error" id={`${field === "newPassword" ? "new-password" : "confirm-password"}-error`}>
+      <p className="field-error" id={`${idOf(field)}-error`}>
         {problem.message}
       </p>
     ) : null;

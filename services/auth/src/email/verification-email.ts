@@ -28,7 +28,8 @@ export function verificationEmail(to: string, url: string) {
  */
 export function sendVerificationEmailWith(mailer: Mailer, logger?: Logger) {
   return async ({ user, url }: { user: { id: string; email: string }; url: string }, request?: Request): Promise<void> => {
-    const askedAgain = request !== undefined && new URL(request.url).pathname.endsWith("/send-verification-email");
+    // Read without parsing: a request URL that does not parse must not fail a sign-up here.
+    const askedAgain = request?.url.split("?")[0]?.endsWith("/send-verification-email") ?? false;
     try {
       await mailer.send(verificationEmail(user.email, url));
     } catch (error) {

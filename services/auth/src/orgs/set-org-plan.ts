@@ -8,9 +8,9 @@ import { enqueueOrgUpdated } from "../events/auth-events.js";
 type OrgRow = AuthTables["orgs"];
 
 /**
- * Changes an org's plan (releasing credits held for an unconfirmed address), tops its credits up to the new plan's monthly credits for the current credit month (an
- * upgrade does not wait for the next month; a downgrade takes nothing away), and announces the change
- * (`auth.events.org.updated`) so gateways drop cached contexts.
+ * Changes an org's plan (releasing credits held for an unconfirmed address), tops its credits up to the new plan's
+ * monthly credits for the current credit month (an upgrade does not wait for the next month; a downgrade takes
+ * nothing away), and announces the change (`auth.events.org.updated`) so gateways drop cached contexts.
  */
 export async function setOrgPlan(store: AuthResources, orgId: string, plan: PlanName): Promise<OrgRow> {
   return store.db.transaction().execute(async (trx) => {

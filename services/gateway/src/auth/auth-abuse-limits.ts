@@ -35,7 +35,7 @@ export interface AuthAttempt {
 
 type LimitConfig = Pick<
   GatewayConfig,
-    | "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT"
+  | "AUTH_SIGN_IN_PER_ACCOUNT_LIMIT"
   | "AUTH_SIGN_IN_PER_ACCOUNT_ALL_IPS_LIMIT"
   | "AUTH_SIGN_IN_PER_IP_LIMIT"
   | "AUTH_SIGN_UP_PER_IP_LIMIT"
