@@ -41,10 +41,11 @@ export interface NatsGrant {
  * events; nobody consumes JetStream advisories (`$JS.EVENT.ADVISORY.>`), so nobody may subscribe to them.
  */
 export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
-  // Outbox of auth events; charges credits on job outcomes.
+  // Outbox of auth events; charges credits on job outcomes; emails admins about endpoints the dispatcher disabled.
   auth: {
-    declares: [STREAMS.authEvents, STREAMS.jobEvents],
+    declares: [STREAMS.authEvents, STREAMS.jobEvents, STREAMS.webhookEvents],
     consumes: [STREAMS.jobEvents],
+    consumesSubjects: [{ stream: STREAMS.webhookEvents, subjects: ["webhooks.events.endpoint.disabled"] }],
     retiresConsumers: [STREAMS.jobEvents],
     publishes: ["auth.events.>"],
     listens: [],
@@ -52,8 +53,11 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
   // Outbox of job events and dispatches; keeps each job's delivery log and each org's current plan.
   jobs: {
     declares: [STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents, STREAMS.authEvents],
-    consumes: [STREAMS.webhookEvents],
-    consumesSubjects: [{ stream: STREAMS.authEvents, subjects: ["auth.events.org.updated"] }],
+    consumes: [],
+    consumesSubjects: [
+      { stream: STREAMS.webhookEvents, subjects: ["webhooks.events.deliveries.updated", "webhooks.events.delivery.updated"] },
+      { stream: STREAMS.authEvents, subjects: ["auth.events.org.updated"] },
+    ],
     readsMessages: [STREAMS.jobDispatch],
     publishes: ["jobs.events.>", "jobs.dispatch.>"],
     listens: [],

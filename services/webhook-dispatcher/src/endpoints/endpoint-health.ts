@@ -1,8 +1,14 @@
+import type { webhooks } from "@renderbus/contracts";
+import { enqueueOutbox } from "@renderbus/db";
+import { newId } from "@renderbus/ids";
 import type { Logger } from "@renderbus/telemetry";
 import type { DispatcherDb } from "../deliveries/delivery.js";
 import { insertDeliveries } from "../deliveries/insert-deliveries.js";
 import { endpointsFor, type EndpointDirectory } from "./endpoint-directory.js";
 import { disableEndpoint, failingForWindow } from "./endpoint-store.js";
+
+/** Where the dispatcher announces an endpoint it disabled by itself (the auth service emails the org's admins). */
+export const ENDPOINT_DISABLED_SUBJECT = "webhooks.events.endpoint.disabled";
 
 /** The `endpoint.disabled` payload (docs/webhooks.md, "Auto-disable"). */
 export interface EndpointDisabledPayload {
@@ -33,8 +39,9 @@ export interface EndpointHealthOptions {
 }
 
 /**
- * Disables dead endpoints and tells the org's other endpoints that subscribe to `endpoint.disabled`. Exactly one
- * replica disables an endpoint (the update only matches an enabled one), and only it announces the change.
+ * Disables dead endpoints, tells the org's other endpoints that subscribe to `endpoint.disabled` and announces it on
+ * the bus ({@link ENDPOINT_DISABLED_SUBJECT}: the org's admins are emailed). Exactly one replica disables an endpoint
+ * (the update only matches an enabled one), and only it announces the change.
  */
 export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailures, wake }: EndpointHealthOptions): EndpointHealth {
   // The window query reads the endpoint's deliveries since its last success: a dead endpoint with heavy traffic fails
@@ -44,19 +51,21 @@ export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailu
   const disable = async (orgId: string, endpointId: string, reason: string): Promise<void> => {
     const before = await endpoints.get(orgId);
     const url = before.endpoints.find((endpoint) => endpoint.id === endpointId)?.url ?? "";
-    const row = await disableEndpoint(db, orgId, endpointId, reason);
-    endpoints.forget(orgId);
-    if (!row) return;
-    const disabledAt = row.disabled_at ?? Date.now();
-    logger.warn({ orgId, endpointId, reason }, "webhook endpoint disabled");
-    const payload: EndpointDisabledPayload = { event: "endpoint.disabled", endpointId, url, reason, disabledAt };
-    const body = JSON.stringify(payload);
-    const org = await endpoints.get(orgId);
-    const created = await insertDeliveries(
-      db,
-      endpointsFor(org, "endpoint.disabled")
-        .filter((endpoint) => endpoint.id !== endpointId)
-        .map((endpoint) => ({
+    const others = endpointsFor(before, "endpoint.disabled").filter((endpoint) => endpoint.id !== endpointId);
+    // The disable, its announcement and the other endpoints' deliveries commit together: a crash cannot disable an
+    // endpoint without telling the org.
+    const created = await db.transaction().execute(async (trx) => {
+      const row = await disableEndpoint(trx, orgId, endpointId, reason);
+      if (!row) return undefined;
+      const disabledAt = row.disabled_at ?? Date.now();
+      const eventId = newId("evt");
+      const announcement: webhooks.EndpointDisabled = { eventId, orgId, endpointId, url, reason, disabledAt };
+      await enqueueOutbox(trx, [{ messageId: eventId, subject: ENDPOINT_DISABLED_SUBJECT, body: announcement, headers: { "Rb-Event-Type": "endpoint.disabled", "Rb-Org-Id": orgId } }]);
+      const payload: EndpointDisabledPayload = { event: "endpoint.disabled", endpointId, url, reason, disabledAt };
+      const body = JSON.stringify(payload);
+      return insertDeliveries(
+        trx,
+        others.map((endpoint) => ({
           orgId,
           event: "endpoint.disabled",
           sourceEventId: `endpoint.disabled:${endpointId}:${disabledAt}`,
@@ -69,7 +78,11 @@ export function createEndpointHealth({ db, endpoints, logger, windowMs, minFailu
           skipped: !endpoint.enabled,
           ordered: endpoint.ordering === "fifo",
         })),
-    );
+      );
+    });
+    endpoints.forget(orgId);
+    if (!created) return;
+    logger.warn({ orgId, endpointId, reason }, "webhook endpoint disabled");
     if (created.length > 0) wake();
   };
   return {

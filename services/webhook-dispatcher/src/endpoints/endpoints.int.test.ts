@@ -1,11 +1,14 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { STREAMS, type ConsumerHandle } from "@renderbus/bus";
+import type { webhooks } from "@renderbus/contracts";
 import { createDatabase, type Database } from "@renderbus/db";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { verifySignature } from "@renderbus/webhook-signing";
 import type { DispatcherService } from "../service.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
+import { ENDPOINT_DISABLED_SUBJECT } from "./endpoint-health.js";
 import { failingForWindow } from "./endpoint-store.js";
 import {
   connectPublisher,
@@ -26,6 +29,10 @@ let dispatcher: DispatcherService;
 let client: ReturnType<typeof webhooksClient>;
 let database: Database<DispatcherTables>;
 const receivers: { stop(): Promise<void> }[] = [];
+/** Every `webhooks.events.endpoint.disabled` the dispatcher published (the auth service's durable, as it reads them). */
+const disabledAnnouncements: { subject: string; data: webhooks.EndpointDisabled; msgId: string | undefined }[] = [];
+let announcementsConsumer: ConsumerHandle | undefined;
+const announcementsOf = (endpointId: string) => disabledAnnouncements.filter((announcement) => announcement.data.endpointId === endpointId);
 
 const as = (orgId: string, plan = "pro", role = "admin") => ({ auth: { orgId, userId: "usr_test", plan, role } });
 const headersOf = (request: ReceivedRequest) => request.headers as Record<string, string>;
@@ -73,10 +80,19 @@ beforeAll(async () => {
     ),
   );
   client = webhooksClient(dispatcher.grpcPort);
+  announcementsConsumer = await publisher.bus.consume<webhooks.EndpointDisabled>({
+    stream: STREAMS.webhookEvents,
+    durable: "test-endpoint-alerts",
+    filterSubjects: [ENDPOINT_DISABLED_SUBJECT],
+    handler: async (message) => {
+      disabledAnnouncements.push({ subject: message.subject, data: message.data, msgId: message.headers["Nats-Msg-Id"] });
+    },
+  });
   database = createDatabase<DispatcherTables>({ url: databaseUrl, schema: DISPATCHER_SCHEMA, maxConnections: 2 });
 });
 
 afterAll(async () => {
+  await announcementsConsumer?.stop();
   await database?.close();
   client?.close();
   await dispatcher?.stop();
@@ -259,6 +275,13 @@ describe("webhook endpoints", () => {
     expect(skipped.endpointId).toBe(goneEndpoint.endpoint!.id);
     expect(skipped.attempts).toBe(0);
     expect(gone.received).toHaveLength(1);
+
+    // Announced on the bus once (the auth service emails the org's admins), with what the webhook said.
+    const [announced, ...more] = await eventually(async () => announcementsOf(goneEndpoint.endpoint!.id).length > 0 && announcementsOf(goneEndpoint.endpoint!.id));
+    expect(more).toEqual([]);
+    expect(announced!.data).toMatchObject({ orgId, endpointId: goneEndpoint.endpoint!.id, url: gone.url, reason: endpoint.disabledReason, disabledAt: (notice!.json as { disabledAt: number }).disabledAt });
+    expect(announced!.data.eventId).toMatch(/^evt_/);
+    expect(announced!.msgId).toBe(announced!.data.eventId);
   });
 
   it("auto-disables an endpoint whose deliveries all failed, and recovers its failed and skipped deliveries once re-enabled", async () => {
@@ -274,6 +297,8 @@ describe("webhook endpoints", () => {
       return !current.enabled && current;
     }, 30_000);
     expect(disabled.disabledReason).toContain("every delivery failed");
+    const announced = await eventually(async () => announcementsOf(endpointId).length > 0 && announcementsOf(endpointId));
+    expect(announced.map((announcement) => announcement.data)).toEqual([expect.objectContaining({ orgId, endpointId, url: flaky.url, reason: disabled.disabledReason })]);
     await publisher.publish("job.completed", jobCompletedEvent(orgId));
     await eventually(async () => (await client.listDeliveries({ limit: 10, status: "skipped" }, as(orgId))).deliveries.length === 1);
 

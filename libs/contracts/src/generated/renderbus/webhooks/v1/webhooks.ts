@@ -253,6 +253,22 @@ export interface DeliveriesUpdated {
   updates: DeliveryUpdated[];
 }
 
+/**
+ * Subject: webhooks.events.endpoint.disabled: the dispatcher disabled an endpoint by itself (its receiver answered 410
+ * Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER), once per disable; an operator's or user's change is not
+ * announced. The auth service emails the org's owners and admins (docs/webhooks.md, "Auto-disable").
+ */
+export interface EndpointDisabled {
+  /** Unique per disable: the message id, and what a consumer deduplicates on. */
+  eventId: string;
+  orgId: string;
+  endpointId: string;
+  url: string;
+  /** Why, in words (the endpoint's disabledReason). */
+  reason: string;
+  disabledAt: number;
+}
+
 /** Subject: webhooks.events.batch.completed: emitted once per batch when every job in it is terminal. */
 export interface BatchCompleted {
   batchId: string;
@@ -3564,6 +3580,171 @@ export const DeliveriesUpdated: MessageFns<DeliveriesUpdated> = {
   fromPartial(object: DeepPartial<DeliveriesUpdated>): DeliveriesUpdated {
     const message = createBaseDeliveriesUpdated();
     message.updates = object.updates?.map((e) => DeliveryUpdated.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEndpointDisabled(): EndpointDisabled {
+  return { eventId: "", orgId: "", endpointId: "", url: "", reason: "", disabledAt: 0 };
+}
+
+export const EndpointDisabled: MessageFns<EndpointDisabled> = {
+  encode(message: EndpointDisabled, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.eventId !== "") {
+      writer.uint32(10).string(message.eventId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.endpointId !== "") {
+      writer.uint32(26).string(message.endpointId);
+    }
+    if (message.url !== "") {
+      writer.uint32(34).string(message.url);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    if (message.disabledAt !== 0) {
+      writer.uint32(48).int64(message.disabledAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndpointDisabled {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpointDisabled();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.eventId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.endpointId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.disabledAt = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndpointDisabled {
+    return {
+      eventId: isSet(object.eventId)
+        ? globalThis.String(object.eventId)
+        : isSet(object.event_id)
+        ? globalThis.String(object.event_id)
+        : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      endpointId: isSet(object.endpointId)
+        ? globalThis.String(object.endpointId)
+        : isSet(object.endpoint_id)
+        ? globalThis.String(object.endpoint_id)
+        : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      disabledAt: isSet(object.disabledAt)
+        ? globalThis.Number(object.disabledAt)
+        : isSet(object.disabled_at)
+        ? globalThis.Number(object.disabled_at)
+        : 0,
+    };
+  },
+
+  toJSON(message: EndpointDisabled): unknown {
+    const obj: any = {};
+    if (message.eventId !== "") {
+      obj.eventId = message.eventId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.endpointId !== "") {
+      obj.endpointId = message.endpointId;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.disabledAt !== 0) {
+      obj.disabledAt = Math.round(message.disabledAt);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EndpointDisabled>): EndpointDisabled {
+    return EndpointDisabled.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EndpointDisabled>): EndpointDisabled {
+    const message = createBaseEndpointDisabled();
+    message.eventId = object.eventId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.endpointId = object.endpointId ?? "";
+    message.url = object.url ?? "";
+    message.reason = object.reason ?? "";
+    message.disabledAt = object.disabledAt ?? 0;
     return message;
   },
 };
