@@ -4,6 +4,8 @@ import { SMTPServer } from "smtp-server";
 export interface ReceivedEmail {
   to: string[];
   raw: string;
+  /** The raw message quoted-printable decoded: its body's lines as written, for reading its text. */
+  decoded: string;
 }
 
 /** A real SMTP server on loopback, for tests of what Renderbus emails (the mail server is outside Renderbus). */
@@ -46,7 +48,8 @@ export async function startMailbox(): Promise<Mailbox> {
       const chunks: Buffer[] = [];
       stream.on("data", (chunk: Buffer) => chunks.push(chunk));
       stream.on("end", () => {
-        received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw: Buffer.concat(chunks).toString("utf8") });
+        const raw = Buffer.concat(chunks).toString("utf8");
+        received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw, decoded: decodeQuotedPrintable(raw) });
         callback();
       });
     },
@@ -65,7 +68,7 @@ export async function startMailbox(): Promise<Mailbox> {
       const emails = emailsTo(to);
       if (emails.length === 0) throw new Error(`no email to ${to}`);
       for (const mail of emails.toReversed()) {
-        const link = decodeQuotedPrintable(mail.raw)
+        const link = mail.decoded
           .match(/https?:\/\/[^\s"'<>]+/g)
           ?.find((url) => url.includes(path));
         if (link) return link;

@@ -143,4 +143,17 @@ export const migrations: Migrations = {
       await sql`create index orgs_credits_held_for on orgs (credits_held_for) where credits_held_for is not null`.execute(db);
     },
   },
+  "2026-12-01-002-alert-emails": {
+    async up(db: Kysely<any>) {
+      // Who was emailed about which bus event (an endpoint the dispatcher disabled): pruned after ALERT_EMAIL_RETENTION_DAYS.
+      await sql`
+        create table alert_emails (
+          event_id text not null,
+          user_id text not null,
+          sent_at bigint not null,
+          primary key (event_id, user_id)
+        )`.execute(db);
+      await sql`create index alert_emails_sent_at on alert_emails (sent_at)`.execute(db);
+    },
+  },
 };

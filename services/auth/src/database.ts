@@ -42,6 +42,8 @@ export interface AuthTables extends EventStoreTables {
   };
   credit_balances: { org_id: string; available: number; reserved: number; updated_at: number };
   settled_jobs: { org_id: string; job_id: string; settled_at: number };
+  /** One row per alert email sent (alerts/endpoint-disabled.consumer.ts): a redelivered event mails nobody twice. */
+  alert_emails: { event_id: string; user_id: string; sent_at: number };
   credit_ledger: {
     id: string;
     org_id: string;

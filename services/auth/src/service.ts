@@ -8,6 +8,8 @@ import { AUTH_SCHEMA } from "./database.js";
 import { openAuthResources } from "./open-auth-resources.js";
 import { LastUsedRecorder } from "./api-keys/api-keys.service.js";
 import { startJobChargesConsumer } from "./billing/job-charges.consumer.js";
+import { startEndpointAlerts } from "./alerts/endpoint-disabled.consumer.js";
+import { smtpMailer } from "./email/mailer.js";
 import { startCreditRenewals } from "./billing/credit-renewals.js";
 import { authRpc } from "./rpc/auth.rpc.js";
 import { authRetentionSteps } from "./retention/prune.js";
@@ -23,7 +25,8 @@ export interface AuthService {
 
 /**
  * Starts the auth service: migrates the `auth` schema (Better Auth's tables, then our own), serves gRPC Auth + Billing
- * and Better Auth's `/auth/*` over HTTP, relays the outbox to `auth.events.*`, and settles credits from job events.
+ * and Better Auth's `/auth/*` over HTTP, relays the outbox to `auth.events.*`, settles credits from job events, and
+ * (with SMTP_URL) emails an org's admins when the dispatcher disabled one of its endpoints.
  */
 export async function startAuthService(config: AuthConfig, { logger }: { logger: Logger }): Promise<AuthService> {
   const identity = serviceIdentity("auth", config);
@@ -31,9 +34,11 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   const betterAuth = createBetterAuth(config, store, logger);
 
   const bus = await Bus.connect({ url: config.NATS_URL, name: "auth", namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
-  await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents]);
+  await bus.ensureStreams([STREAMS.authEvents, STREAMS.jobEvents, STREAMS.webhookEvents]);
   const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
   const charges = await startJobChargesConsumer(bus, store, logger);
+  // Without a mail server nobody is mailed: the durable is not made, so nothing waits for one.
+  const alerts = config.SMTP_URL ? await startEndpointAlerts({ bus, db: store.db, mailer: smtpMailer(config), publicUrl: config.PUBLIC_URL, logger }) : undefined;
   const renewals = startCreditRenewals({ db: store.db, plans: store.plans, intervalMs: config.CREDITS_RENEWAL_INTERVAL_MS, logger });
   const retention = startRetentionSweeper({
     intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,
@@ -60,6 +65,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
       (stopping ??= (async () => {
         await Promise.all([rpc.shutdown(), http.close()]);
         await charges.stop();
+        await alerts?.stop();
         await renewals.stop();
         await retention.stop();
         await relay.stop();

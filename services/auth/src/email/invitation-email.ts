@@ -1,5 +1,6 @@
 import type { Logger } from "@renderbus/telemetry";
 import type { Mailer } from "./mailer.js";
+import { oneLine } from "./one-line.js";
 
 /** What Better Auth's organization plugin hands `sendInvitationEmail` (the parts read here). */
 export interface InvitationToSend {
@@ -13,11 +14,6 @@ export interface InvitationToSend {
 /** The dashboard page that accepts an invitation (apps/dashboard InvitationPage). */
 export function invitationUrl(publicUrl: string, invitationId: string): string {
   return new URL(`/app/invitations/${encodeURIComponent(invitationId)}`, publicUrl).toString();
-}
-
-/** A name someone typed, as one bounded line: no line breaks to start a header or a paragraph of their own. */
-function oneLine(text: string, max: number): string {
-  return text.replace(/\s+/g, " ").trim().slice(0, max);
 }
 
 /** The invitation email: who invites, to which org and role, and the page that accepts it. */

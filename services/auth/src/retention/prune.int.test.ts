@@ -9,7 +9,7 @@ import { authConfigSchema, secretsKeyOf, type AuthConfig } from "../config.js";
 import { createSecretBox } from "@renderbus/secret-box";
 import { AUTH_SCHEMA, type AuthTables } from "../database.js";
 import { betterAuthOptions, migrateBetterAuth } from "../sessions/better-auth.js";
-import { authRetentionSteps } from "./prune.js";
+import { ALERT_EMAIL_RETENTION_MS, authRetentionSteps } from "./prune.js";
 
 const DAY = 24 * 60 * 60 * 1000;
 const NOW = Date.now();
@@ -36,7 +36,8 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.close());
 
-const sweep = (now = NOW) => authRetentionSteps(database.db, { settledJobRetentionMs: config.SETTLED_JOB_RETENTION_DAYS * DAY })[0]!.prune(now, () => false);
+const stepNamed = (name: string) => authRetentionSteps(database.db, { settledJobRetentionMs: config.SETTLED_JOB_RETENTION_DAYS * DAY }).find((step) => step.name === name)!;
+const sweep = (now = NOW) => stepNamed("settled_jobs").prune(now, () => false);
 const settledJobs = async () => (await database.db.selectFrom("settled_jobs").select("job_id").orderBy("job_id").execute()).map((row) => row.job_id);
 
 describe("auth retention sweep (SECURITY-AUDIT finding 21)", () => {
@@ -59,6 +60,19 @@ describe("auth retention sweep (SECURITY-AUDIT finding 21)", () => {
     expect(await sweep()).toBe(1);
     expect(await settledJobs()).toEqual(["job_legacy", "job_young"]);
     expect(await database.db.selectFrom("credit_ledger").select("id").execute()).toEqual(ledgerBefore);
+  });
+
+  it("deletes records of alert emails after 30 days, past any redelivery of their announcement (7 days in the stream)", async () => {
+    expect(ALERT_EMAIL_RETENTION_MS).toBe(30 * DAY);
+    await database.db
+      .insertInto("alert_emails")
+      .values([
+        { event_id: "evt_old", user_id: "usr_1", sent_at: NOW - 30 * DAY - 1 },
+        { event_id: "evt_young", user_id: "usr_1", sent_at: NOW - 29 * DAY },
+      ])
+      .execute();
+    expect(await stepNamed("alert_emails").prune(NOW, () => false)).toBe(1);
+    expect((await database.db.selectFrom("alert_emails").select("event_id").execute()).map((row) => row.event_id)).toEqual(["evt_young"]);
   });
 
   it("refuses a retention shorter than JetStream could deliver a job event again (8 days at least)", () => {

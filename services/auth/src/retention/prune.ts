@@ -2,13 +2,20 @@ import { sql, type Kysely } from "kysely";
 import { deleteInBatches, type RetentionStep } from "@renderbus/db";
 import type { AuthTables } from "../database.js";
 
+/**
+ * How long the record of an alert email is kept (`alert_emails`): it stops a redelivered announcement from mailing
+ * again, and WEBHOOKS_EVENTS keeps an announcement 7 days at most, so 30 days outlasts any redelivery.
+ */
+export const ALERT_EMAIL_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
 export interface AuthRetention {
   /** `settled_jobs` markers (SETTLED_JOB_RETENTION_DAYS, 30). */
   settledJobRetentionMs: number;
 }
 
 /**
- * What the auth service prunes (SECURITY-AUDIT finding 21): `settled_jobs` markers past their retention.
+ * What the auth service prunes (SECURITY-AUDIT finding 21): `settled_jobs` markers past their retention, and records
+ * of alert emails past {@link ALERT_EMAIL_RETENTION_MS}.
  *
  * A marker makes settlement idempotent (a job event delivered twice settles once) and refuses a reservation that
  * arrives after its job ended. Both come from messages about a job that can only arrive for a short while after it
@@ -24,6 +31,10 @@ export function authRetentionSteps(db: Kysely<AuthTables>, retention: AuthRetent
     {
       name: "settled_jobs",
       prune: (now, stopping) => deleteInBatches(db, "settled_jobs", sql<boolean>`settled_at < ${now - retention.settledJobRetentionMs}`, { stopping }),
+    },
+    {
+      name: "alert_emails",
+      prune: (now, stopping) => deleteInBatches(db, "alert_emails", sql<boolean>`sent_at < ${now - ALERT_EMAIL_RETENTION_MS}`, { stopping }),
     },
   ];
 }
