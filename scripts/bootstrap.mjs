@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dashboardBuildState } from './dashboard-build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const nodeModules = path.join(root, 'node_modules');
@@ -98,19 +99,10 @@ if (plan === undefined) {
 // The gateway serves the dashboard from apps/dashboard/dist; rebuild it when it is missing or older than its sources.
 const dashboard = path.join(root, 'apps', 'dashboard');
 
-function newestMtimeMs(entry) {
-  if (!existsSync(entry)) return 0;
-  const stat = statSync(entry);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return readdirSync(entry).reduce((newest, name) => Math.max(newest, newestMtimeMs(path.join(entry, name))), stat.mtimeMs);
-}
-
 if (existsSync(path.join(dashboard, 'package.json'))) {
-  const builtAt = mtimeMs(path.join(dashboard, 'dist', 'index.html'));
-  const sources = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((name) => path.join(dashboard, name));
-  const changedAt = Math.max(...sources.map(newestMtimeMs));
-  if (builtAt === 0 || changedAt > builtAt) {
-    say(builtAt === 0 ? 'dashboard build missing: building it' : 'dashboard sources changed: rebuilding it');
+  const state = dashboardBuildState(dashboard);
+  if (state !== 'fresh') {
+    say(state === 'missing' ? 'dashboard build missing: building it' : 'dashboard sources changed: rebuilding it');
     runNpm(['run', 'build', '-w', '@renderbus/dashboard']);
   } else {
     say('dashboard build up to date');

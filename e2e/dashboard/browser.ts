@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { aptInstall } from "../../libs/testing/src/local-process.js";
+// @ts-expect-error: a plain ES module script without types
+import { dashboardBuildState } from "../../scripts/dashboard-build.mjs";
 import { repoRoot } from "../helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -19,9 +21,12 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-/** The dashboard is built by `npm start` / `npm test` (scripts/bootstrap.mjs); a bare `vitest run` builds it here. */
+/**
+ * The dashboard is built by `npm start` / `npm test` (scripts/bootstrap.mjs); a bare `vitest run` of a browser test
+ * builds it here when it is missing or older than its sources, so an edit is what the browser tests.
+ */
 export async function ensureDashboardBuilt(): Promise<void> {
-  if (existsSync(join(repoRoot, "apps", "dashboard", "dist", "index.html"))) return;
+  if ((dashboardBuildState(join(repoRoot, "apps", "dashboard")) as string) === "fresh") return;
   await promisify(execFile)("npm", ["run", "build", "-w", "@renderbus/dashboard"], { cwd: repoRoot });
 }
 

@@ -92,6 +92,15 @@ describe("confirming an email address from the dashboard, in a real browser with
       await balanceCard.getByText("0 credits ($0.00)", { exact: true }).waitFor();
       await screenshot(page, "email-confirmation-invalid-link");
 
+      // A mail server that refuses: the banner says that, not that Renderbus is down.
+      mailbox.refuse(true);
+      try {
+        await banner.getByRole("button", { name: "Send the link again" }).click();
+        await banner.getByRole("alert").getByText("The link could not be sent: The email could not be sent just now. Try again in a few minutes.").waitFor();
+      } finally {
+        mailbox.refuse(false);
+      }
+
       // Another link, on request.
       await banner.getByRole("button", { name: "Send the link again" }).click();
       await banner.getByRole("status").getByText(`Sent: a new link is on its way to ${email}.`).waitFor();

@@ -1,6 +1,9 @@
 import { useState } from "react";
-import { request } from "../api";
+import { ApiError, request } from "../api";
 import { ErrorMessage, useAction } from "./ui";
+
+/** What the button says when the mail server refused the email. */
+export const MAIL_REFUSED = "The email could not be sent just now. Try again in a few minutes.";
 
 /**
  * "Send the link again": another confirmation link to the signed-in user's `email`, landing on `callbackURL` once
@@ -17,6 +20,9 @@ export function SendConfirmationLink({ email, callbackURL, onSent, onFailed }: {
         await request("POST", "/auth/send-verification-email", { email, callbackURL });
       } catch (caught) {
         onFailed?.();
+        // The auth service answers 503 only when the mail server would not take the email: say that, not "Renderbus
+        // is unavailable" (the rest of the dashboard works).
+        if (caught instanceof ApiError && caught.status === 503) throw new Error(MAIL_REFUSED);
         throw caught;
       }
       setSentTo(email);

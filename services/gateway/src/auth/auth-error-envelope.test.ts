@@ -30,7 +30,14 @@ describe("Better Auth's errors in the API's envelope", () => {
       body: { error: { code: "INTERNAL_ERROR", message: "Internal error" } },
     });
     expect(answer("/auth/sign-in/email", 502, "<html>bad gateway</html>", "text/html")?.body.error.code).toBe("INTERNAL_ERROR");
-    expect(answer("/auth/sign-in/email", 503, {})?.body.error.code).toBe("SERVICE_UNAVAILABLE");
+    expect(answer("/auth/sign-in/email", 503, {})).toEqual({ status: 503, body: { error: { code: "SERVICE_UNAVAILABLE", message: "The auth service is unavailable; retry later" } } });
+  });
+
+  it("keeps the message of the auth service's own 503 (a mail server that refused a confirmation email)", () => {
+    expect(answer("/auth/send-verification-email", 503, { code: "SERVICE_UNAVAILABLE", message: "The confirmation email could not be sent; retry later" })).toEqual({
+      status: 503,
+      body: { error: { code: "SERVICE_UNAVAILABLE", message: "The confirmation email could not be sent; retry later" } },
+    });
   });
 
   it("gives a refusal without a message the code's plain one", () => {

@@ -10,13 +10,15 @@ const OWN_PROTOCOL_PATHS = [/^\/auth\/oauth2(\/|$)/i, /^\/auth\/mcp(\/|$)/i, /^\
  * An error answer of Better Auth (`{"code": "INVALID_EMAIL_OR_PASSWORD", "message": "Invalid email or password"}`,
  * any 4xx or 5xx status) restated in the API's error envelope and table (docs/concepts.md#errors), so `/auth/*`
  * errors read like every other route's. Better Auth's message is kept for 4xx (it tells a person what to fix: a
- * wrong password, a taken email); a 5xx, or a body without a message, gets the code's plain message. Returns
- * undefined for a success, a redirect, and the OAuth paths.
+ * wrong password, a taken email) and for 503, which only the auth service's own refusals answer (a mail server that
+ * would not take a confirmation email: "retry later" says what to do; Better Auth itself answers 503 only from its
+ * captcha plugin, not used). Any other 5xx, or a body without a message, gets the code's plain message: a failure's
+ * text may name internals. Returns undefined for a success, a redirect, and the OAuth paths.
  */
 export function authErrorEnvelope(pathname: string, status: number, contentType: string | null, body: Buffer): AppError | undefined {
   if (status < 400 || OWN_PROTOCOL_PATHS.some((pattern) => pattern.test(pathname))) return undefined;
   const code = codeOf(status);
-  const message = status < 500 && contentType && /json/i.test(contentType) ? messageOf(body) : undefined;
+  const message = (status < 500 || status === 503) && contentType && /json/i.test(contentType) ? messageOf(body) : undefined;
   return new AppError(code, message ?? defaultMessage(status));
 }
 
