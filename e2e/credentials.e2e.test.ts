@@ -7,7 +7,7 @@ import { createLogger } from "@renderbus/telemetry";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { gatewayConfigSchema } from "../services/gateway/src/config.js";
 import { startGatewayService, type GatewayService } from "../services/gateway/src/service.js";
-import { api, createOrg, csrfTokenOf, repoRoot, waitFor } from "./helpers.js";
+import { api, createOrg, csrfTokenOf, repoRoot, signUp, waitFor } from "./helpers.js";
 
 /** All of one org's dashboard requests together, per minute, on the system's gateway (small, to reach it). */
 const DASHBOARD_ORG_CAP = 10;
@@ -52,27 +52,6 @@ async function startCuttableProxy(target: string) {
 
 const sink = () => new Writable({ write: (_chunk, _encoding, done) => done() });
 
-/** A person signed up through the gateway: their cookie, and cookie requests as the dashboard makes them. */
-async function signUp(gatewayUrl: string, name: string) {
-  const email = `${name.toLowerCase()}-${randomBytes(4).toString("hex")}@example.com`;
-  const response = await fetch(`${gatewayUrl}/auth/sign-up/email`, {
-    method: "POST",
-    headers: { "content-type": "application/json", origin: gatewayUrl },
-    body: JSON.stringify({ email, password: "correct horse battery", name }),
-  });
-  expect(response.status).toBe(200);
-  const cookie = response.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
-  const token = await csrfTokenOf(gatewayUrl, cookie);
-  return {
-    email,
-    cookie,
-    token,
-    /** A dashboard write: same origin, cookie and CSRF token. */
-    post: (path: string, body: unknown, base = gatewayUrl) =>
-      fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: gatewayUrl, "content-type": "application/json", "x-csrf-token": token }, body: JSON.stringify(body) }),
-    me: (base = gatewayUrl) => fetch(`${base}/me`, { headers: { cookie } }),
-  };
-}
 
 type Person = Awaited<ReturnType<typeof signUp>>;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startMailbox, startSystem, testInfra, testNamespace, type Mailbox, type RunningSystem } from "@renderbus/testing";
-import { admin, api, csrfTokenOf, repoRoot, startReceiver, waitFor } from "./helpers.js";
+import { admin, api, repoRoot, signUp, startReceiver, waitFor } from "./helpers.js";
 
 describe("an org's admins are emailed when the dispatcher disables one of its endpoints", () => {
   let mailbox: Mailbox;
@@ -30,22 +30,11 @@ describe("an org's admins are emailed when the dispatcher disables one of its en
 
   it("disables an endpoint answering 410 and emails the org's confirmed owner, with a link to the Webhooks page", async () => {
     const origin = system.gatewayUrl;
-    const email = `owner${Date.now()}@example.com`;
-    const signUp = await fetch(`${origin}/auth/sign-up/email`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin },
-      body: JSON.stringify({ email, password: "correct horse battery", name: "Ada" }),
-    });
-    expect(signUp.status).toBe(200);
-    const cookie = signUp.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
-    expect((await fetch(mailbox.linkFor(email), { redirect: "manual" })).status).toBe(302);
-    const me = ((await (await fetch(`${origin}/me`, { headers: { cookie } })).json()) as { data: { orgId: string } }).data;
-    await admin(system.env, "org:set-plan", "--org", me.orgId, "--plan", "starter");
-    const created = await fetch(`${origin}/api-keys`, {
-      method: "POST",
-      headers: { cookie, origin, "content-type": "application/json", "x-csrf-token": await csrfTokenOf(origin, cookie) },
-      body: JSON.stringify({ name: "alerts" }),
-    });
+    const owner = await signUp(origin, "Ada");
+    expect((await fetch(mailbox.linkFor(owner.email), { redirect: "manual" })).status).toBe(302);
+    const { orgId } = ((await (await owner.me()).json()) as { data: { orgId: string } }).data;
+    await admin(system.env, "org:set-plan", "--org", orgId, "--plan", "starter");
+    const created = await owner.post("/api-keys", { name: "alerts" });
     expect(created.status).toBe(201);
     const call = api(origin, ((await created.json()) as { data: { key: string } }).data.key);
 
@@ -55,10 +44,10 @@ describe("an org's admins are emailed when the dispatcher disables one of its en
     expect(endpoint.status).toBe(201);
     expect((await call("POST", "/jobs", { type: "qr.generate", params: { content: "alerts" } })).status).toBe(201);
 
-    const alert = await waitFor(() => mailbox.emailsTo(email).find((mail) => /^Subject: Webhook endpoint disabled in /m.test(mail.raw)), { what: "the endpoint-disabled email" });
+    const alert = await waitFor(() => mailbox.emailsTo(owner.email).find((mail) => /^Subject: Webhook endpoint disabled in /m.test(mail.raw)), { what: "the endpoint-disabled email" });
     expect(alert.decoded).toContain(`  ${gone.url}\r\n  (${endpoint.body.data.id})`);
     expect(alert.decoded).toContain("Why: the receiver answered 410 Gone.");
-    expect(mailbox.linkFor(email, "/app/settings/webhooks")).toBe(`${origin}/app/settings/webhooks`);
+    expect(mailbox.linkFor(owner.email, "/app/settings/webhooks")).toBe(`${origin}/app/settings/webhooks`);
     expect((await call("GET", `/webhooks/endpoints/${endpoint.body.data.id}`)).body.data).toMatchObject({ enabled: false, disabledReason: "the receiver answered 410 Gone" });
     expect(gone.received).toHaveLength(1);
   });

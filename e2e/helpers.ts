@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -101,4 +102,26 @@ export async function csrfTokenOf(baseUrl: string, cookie: string): Promise<stri
   const token = response.headers.getSetCookie().find((value) => value.startsWith("rb_csrf="))?.split(";")[0]?.slice("rb_csrf=".length);
   if (!token) throw new Error(`no rb_csrf cookie from GET /me (status ${response.status})`);
   return token;
+}
+
+/** A person signed up through the gateway: their cookie, and cookie requests as the dashboard makes them. */
+export async function signUp(gatewayUrl: string, name: string) {
+  const email = `${name.toLowerCase()}-${randomBytes(4).toString("hex")}@example.com`;
+  const response = await fetch(`${gatewayUrl}/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: gatewayUrl },
+    body: JSON.stringify({ email, password: "correct horse battery", name }),
+  });
+  if (response.status !== 200) throw new Error(`sign-up answered ${response.status}: ${await response.text()}`);
+  const cookie = response.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
+  const token = await csrfTokenOf(gatewayUrl, cookie);
+  return {
+    email,
+    cookie,
+    token,
+    /** A dashboard write: same origin, cookie and CSRF token. */
+    post: (path: string, body: unknown, base = gatewayUrl) =>
+      fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: gatewayUrl, "content-type": "application/json", "x-csrf-token": token }, body: JSON.stringify(body) }),
+    me: (base = gatewayUrl) => fetch(`${base}/me`, { headers: { cookie } }),
+  };
 }

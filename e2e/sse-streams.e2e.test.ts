@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, defaultServiceRuntime, serviceCommand, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
-import { admin, api, createOrg, repoRoot, waitFor } from "./helpers.js";
+import { admin, api, createOrg, repoRoot, signUp, waitFor } from "./helpers.js";
 
 const UNAUTHORIZED_BODY = { error: { code: "UNAUTHORIZED", message: "Authentication is invalid or expired" } };
 
@@ -264,15 +264,9 @@ describe("SSE streams end with their credential, their lifetime and their client
   it("ends a dashboard (session) job stream within SSE_RECHECK_MS of signing out", async () => {
     // Cookies are issued and writes accepted for the deployment's origin (the first gateway's PUBLIC_URL).
     const origin = system.gatewayUrl;
-    const signUp = await fetch(`${origin}/auth/sign-up/email`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin },
-      body: JSON.stringify({ email: `sse${Date.now()}@example.com`, password: "correct horse battery", name: "Sam" }),
-    });
-    expect(signUp.status).toBe(200);
-    const cookie = signUp.headers.getSetCookie().find((value) => value.startsWith("rb_session="))!.split(";")[0]!;
+    const { cookie, me: meOf } = await signUp(origin, "Sam");
     // The job comes in through a key of the same org: the stream is what the cookie is used for here.
-    const me = (await (await fetch(`${origin}/me`, { headers: { cookie } })).json()) as { data: { orgId: string } };
+    const me = (await (await meOf()).json()) as { data: { orgId: string } };
     const created = JSON.parse(await admin(system.env, "key:create", "--org", me.data.orgId, "--name", "jobs", "--json")) as { apiKey: string };
     const job = await api(origin, created.apiKey)("POST", "/jobs", { type: "qr.generate", params: { content: "dashboard" } });
     expect(job.status).toBe(201);
