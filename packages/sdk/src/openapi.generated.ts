@@ -407,7 +407,7 @@ export interface paths {
         put?: never;
         /**
          * Create an upload (tus)
-         * @description Creates a resumable upload of `Upload-Length` bytes (at most the plan's max input size) and answers its URL in `Location`; the body may carry the first bytes (`Content-Type: application/offset+octet-stream`). The upload is kept 24 h by default; use its id as a job input once complete. Part of the tus 1.0 protocol (https://tus.io/protocols/resumable-upload): use a tus client (tus-js-client, the SDK's `client.uploads.upload`) rather than calling it by hand; see docs/uploads.md.
+         * @description Creates a resumable upload of `Upload-Length` bytes (at most the plan's max input size) and answers its URL in `Location`; the body may carry the first bytes (`Content-Type: application/offset+octet-stream`). The upload is kept 24 h by default; use its id as a job input once complete. An org keeps at most 10 times its plan's max input size of uploads at once (and 1,000 uploads): past that, 403 PLAN_LIMIT. Part of the tus 1.0 protocol (https://tus.io/protocols/resumable-upload): use a tus client (tus-js-client, the SDK's `client.uploads.upload`) rather than calling it by hand; see docs/uploads.md.
          */
         post: operations["createUpload"];
         delete?: never;
@@ -3757,6 +3757,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description PLAN_LIMIT */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -3857,6 +3870,19 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PLAN_LIMIT */
+            403: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -4477,6 +4503,19 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PLAN_LIMIT */
+            403: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

@@ -74,6 +74,13 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
    */
   UPLOAD_KEEP_AFTER_USE_HOURS: z.coerce.number().positive().default(168),
   /**
+   * How much an org keeps in the upload store at once, in its plan's max input sizes (10: the free plan's 100 MB
+   * makes 1 GB); a new upload past it is refused with PLAN_LIMIT (uploads/upload-quota.ts).
+   */
+  UPLOAD_QUOTA_FACTOR: z.coerce.number().int().min(1).max(10_000).default(10),
+  /** How many uploads an org keeps at once, however small. */
+  UPLOAD_QUOTA_MAX_UPLOADS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /**
    * With STORAGE=s3, how `/outputs` links deliver: `redirect` (302 to a presigned URL of the store, the bytes skip
    * the gateway; clients must reach S3_PUBLIC_ENDPOINT or S3_ENDPOINT) or `stream` (through the gateway).
    */

@@ -10,6 +10,7 @@ import type { GatewayConfig } from "./config.js";
 import type { CredentialResolver } from "./auth/credential-resolver.js";
 import type { RateLimiter } from "./auth/rate-limiter.js";
 import type { JobEventHub } from "./sse/job-event-hub.js";
+import type { UploadQuota } from "./uploads/upload-quota.js";
 import type { JobProgressHub } from "./sse/job-progress-hub.js";
 import type { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
 import type { Registry } from "@renderbus/telemetry";
@@ -29,6 +30,8 @@ export interface GatewayDeps {
   rateLimiter: RateLimiter;
   outputs: ObjectStore;
   uploads: UploadStore;
+  /** What each org keeps in the upload store at once (UPLOAD_QUOTA_*). */
+  uploadQuota: UploadQuota;
   jobEvents: JobEventHub;
   /** Running jobs' live progress (absent in gateways built without NATS: every job then shows none while running). */
   jobProgress?: JobProgressHub;

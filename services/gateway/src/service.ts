@@ -15,6 +15,7 @@ import { RateLimiter } from "./auth/rate-limiter.js";
 import { JobEventHub } from "./sse/job-event-hub.js";
 import { JobProgressHub } from "./sse/job-progress-hub.js";
 import { TerminalJobCache } from "./jobs-cache/terminal-job-cache.js";
+import { UploadQuota } from "./uploads/upload-quota.js";
 import { followDeliveryUpdates } from "./jobs-cache/delivery-updates.js";
 
 /** How often expired uploads are looked for. */
@@ -69,6 +70,7 @@ export async function startGatewayService(config: GatewayConfig, { logger, metri
     rateLimiter: new RateLimiter(redis, 60_000, `${redisPrefix}:rl`),
     outputs: createObjectStore(config, { area: "outputs", localDir: config.OUTPUT_DIR }),
     uploads: createUploadStore(config, { localDir: config.UPLOAD_DIR, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploadQuota: new UploadQuota(redis, { prefix: `${redisPrefix}:uploads` }),
     jobEvents: new JobEventHub(bus),
     jobProgress: new JobProgressHub(bus),
     finishedJobs,

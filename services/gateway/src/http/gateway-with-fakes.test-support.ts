@@ -18,6 +18,7 @@ import { CredentialResolver } from "../auth/credential-resolver.js";
 import { RateLimiter } from "../auth/rate-limiter.js";
 import { TerminalJobCache } from "../jobs-cache/terminal-job-cache.js";
 import { JobEventHub } from "../sse/job-event-hub.js";
+import { UploadQuota } from "../uploads/upload-quota.js";
 import type { Bus } from "@renderbus/bus";
 
 /** A fake of a gRPC client: the methods a test gives; any other call fails the request (a 500 the test would see). */
@@ -42,6 +43,8 @@ const oneWindowRateLimiter = (redis: Redis, prefix: string): RateLimiter => {
 export interface GatewayWithFakes {
   app: FastifyInstance;
   deps: GatewayDeps;
+  /** The local upload store's directory (a fresh one per app). */
+  uploadDir: string;
   /** The same Redis prefixes as `deps`, as another gateway replica would use them (for revocation marks). */
   otherReplica(): CredentialResolver;
   close(): Promise<void>;
@@ -68,6 +71,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     new CredentialResolver({ auth: authClient, ttlMs: config.AUTH_CACHE_TTL_MS, marks: new CredentialMarks(redis, marksOptions), marksRecheckMs: config.AUTH_MARKS_RECHECK_MS });
   // No NATS here: job events never arrive (waits end by their timeout, or when the app closes).
   const bus = { listen: () => () => undefined, notify: () => undefined, nc: { flush: async () => undefined } };
+  const uploadDir = mkdtempSync(join(tmpdir(), "rb-gateway-uploads-"));
   const deps = {
     config,
     logger: createLogger({ service: "gateway-test", level: "silent" }),
@@ -81,7 +85,8 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     credentials: replicaCredentials(),
     rateLimiter: oneWindowRateLimiter(redis, `${prefix}:rl`),
     outputs: { open: async () => Promise.reject(new Error("no output store in these tests")) },
-    uploads: createUploadStore(uploadConfig, { localDir: mkdtempSync(join(tmpdir(), "rb-gateway-uploads-")), retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploads: createUploadStore(uploadConfig, { localDir: uploadDir, retentionMs: config.UPLOAD_RETENTION_HOURS * 3_600_000 }),
+    uploadQuota: new UploadQuota(redis, { prefix: `${prefix}:uploads` }),
     jobEvents: new JobEventHub(bus as unknown as Bus),
     finishedJobs: new TerminalJobCache({ ttlMs: config.JOB_CACHE_TTL_MS }),
     metrics: createMetricsRegistry("gateway-test"),
@@ -91,6 +96,7 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
   return {
     app,
     deps,
+    uploadDir,
     otherReplica: replicaCredentials,
     close: async () => {
       await app.close();

@@ -86,12 +86,12 @@ export const extraOperations: ExtraOperation[] = [
     operationId: "createUpload",
     summary: "Create an upload (tus)",
     description:
-      "Creates a resumable upload of `Upload-Length` bytes (at most the plan's max input size) and answers its URL in `Location`; the body may carry the first bytes (`Content-Type: application/offset+octet-stream`). The upload is kept 24 h by default; use its id as a job input once complete." + TUS_NOTE,
+      "Creates a resumable upload of `Upload-Length` bytes (at most the plan's max input size) and answers its URL in `Location`; the body may carry the first bytes (`Content-Type: application/offset+octet-stream`). The upload is kept 24 h by default; use its id as a job input once complete. An org keeps at most 10 times its plan's max input size of uploads at once (and 1,000 uploads): past that, 403 PLAN_LIMIT." + TUS_NOTE,
     tag: "uploads",
     authenticated: true,
     parameters: [TUS_RESUMABLE, tusHeader("Upload-Length", "The file's size in bytes", false), tusHeader("Upload-Defer-Length", "1 when the size is not known yet", false), tusHeader("Upload-Metadata", "Comma-separated `key base64(value)` pairs, e.g. filename", false)],
     success: { status: 201, description: "Created; `Location` is the upload's URL", content: {}, headers: { Location: { description: "The upload's URL", schema: { type: "string" } }, ...offsetHeader } },
-    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
+    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "PLAN_LIMIT"],
     protocolErrors: TUS_VERSION_ERROR,
   },
   {

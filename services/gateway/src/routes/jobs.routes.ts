@@ -57,7 +57,7 @@ export const jobRoutes = [
     response: one("Job"),
     handler: async ({ body, auth, request, reply }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, [body], () => "", { keepMs: uploadKeepMs(deps) });
+      await checkUploadInputs(deps, auth.orgId, [body], () => "", { keepMs: uploadKeepMs(deps) });
       const response = await deps.jobs.submitJob({ job: body, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       if (response.replayed) reply.header("Idempotent-Replayed", "true");
       return { data: presentJob(response.job!) };
@@ -154,7 +154,7 @@ export const jobRoutes = [
     response: one("SubmittedBatch"),
     handler: async ({ body, auth, request }, deps) => {
       const idempotencyKey = idempotencyKeyOf(request.headers);
-      await checkUploadInputs(deps.uploads, auth.orgId, body.jobs, (index) => `jobs[${index}].`, { keepMs: uploadKeepMs(deps) });
+      await checkUploadInputs(deps, auth.orgId, body.jobs, (index) => `jobs[${index}].`, { keepMs: uploadKeepMs(deps) });
       const batch = await deps.jobs.submitBatch({ jobs: body.jobs, ...(idempotencyKey ? { idempotencyKey } : {}) }, { auth });
       return { data: { id: batch.id, jobCount: batch.jobCount, jobIds: batch.jobIds, status: batch.status } };
     },

@@ -1,11 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { Server } from "@tus/server";
+import { EVENTS, Server } from "@tus/server";
 import { AppError, type ErrorCode } from "@renderbus/errors";
 import { newId } from "@renderbus/ids";
 import { planOf } from "@renderbus/plans";
 import type { AuthContext } from "@renderbus/rpc";
 import { UPLOAD_ORG_METADATA } from "@renderbus/uploads";
 import type { GatewayDeps } from "../deps.js";
+import { uploadAllowance } from "./upload-quota.js";
 
 /** The path `/uploads` is mounted at. */
 export const UPLOADS_PATH = "/uploads";
@@ -48,9 +49,11 @@ class JsonErrorServer extends Server {
  * The tus 1.0 server of `/uploads` (`@tus/server`; creation, creation-with-upload, creation-defer-length, HEAD
  * offset, PATCH, termination, expiration) over the upload store. Each request runs with the caller's auth context
  * (`handle`): new uploads get an `upload_` id and their org, any other request on an upload of another org is a 404
- * (never revealing it exists), and sizes are capped by the caller's plan (`maxInputBytes`).
+ * (never revealing it exists), and sizes are capped by the caller's plan (`maxInputBytes`). A new upload reserves its
+ * size (a deferred one, the plan's max until it finishes) from the org's upload quota, refused with PLAN_LIMIT past it;
+ * a finished one counts its real size, a terminated one gives its bytes back.
  */
-export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "config" | "logger">) {
+export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota" | "plans" | "config" | "logger">) {
   const callers = new AsyncLocalStorage<AuthContext>();
   const callerOf = (): AuthContext => {
     const auth = callers.getStore();
@@ -67,7 +70,22 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "c
     maxSize: () => planOf(callerOf().plan, deps.plans).maxInputBytes,
     // The dashboard is served from PUBLIC_URL: no other origin is told it may read the answers.
     allowedOrigins: [new URL(publicUrl).origin],
-    onUploadCreate: async (_request, upload) => ({ metadata: { ...upload.metadata, [UPLOAD_ORG_METADATA]: callerOf().orgId } }),
+    onUploadCreate: async (_request, upload) => {
+      const { orgId, plan: planName } = callerOf();
+      const plan = planOf(planName, deps.plans);
+      const expiresAt = Date.now() + deps.config.UPLOAD_RETENTION_HOURS * 3_600_000;
+      try {
+        await deps.uploadQuota.reserve(orgId, upload.id, upload.size ?? plan.maxInputBytes, expiresAt, uploadAllowance(plan, deps.config));
+      } catch (error) {
+        if (error instanceof AppError) throw { status_code: error.httpStatus, body: JSON.stringify(error.toBody()) };
+        throw error;
+      }
+      return { metadata: { ...upload.metadata, [UPLOAD_ORG_METADATA]: orgId } };
+    },
+    onUploadFinish: async (_request, upload) => {
+      await deps.uploadQuota.settle(callerOf().orgId, upload.id, upload.size ?? upload.offset);
+      return {};
+    },
     onIncomingRequest: async (request, uploadId) => {
       if (request.method === "POST") return;
       const upload = await deps.uploads.describe(uploadId);
@@ -77,8 +95,15 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "plans" | "c
       const status = "status_code" in error && typeof error.status_code === "number" ? error.status_code : 500;
       if (status >= 500) deps.logger.error({ err: error }, "upload request failed");
       const message = "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";
+      // Our own refusals (the quota's PLAN_LIMIT) come with their error body already.
+      if (message.startsWith('{"error"')) return { status_code: status, body: message };
       return { status_code: status, body: JSON.stringify(tusErrorBody(status, message)) };
     },
+  });
+  server.on(EVENTS.POST_TERMINATE, (_request, _response, id) => {
+    const auth = callers.getStore();
+    if (!auth) return;
+    deps.uploadQuota.release(auth.orgId, id).catch((error: unknown) => deps.logger.warn({ err: error, uploadId: id }, "upload quota not released"));
   });
   return {
     server,

@@ -1,6 +1,7 @@
 import { validationError } from "@renderbus/errors";
 import { isUploadId } from "@renderbus/job-types";
 import type { UploadStore } from "@renderbus/uploads";
+import type { UploadQuota } from "./upload-quota.js";
 
 /**
  * Checks the upload ids among jobs' inputs before the jobs are submitted, and keeps each named upload for `keepMs`
@@ -12,7 +13,7 @@ import type { UploadStore } from "@renderbus/uploads";
  * kept longer then.
  */
 export async function checkUploadInputs(
-  uploads: UploadStore,
+  { uploads, uploadQuota }: { uploads: UploadStore; uploadQuota: UploadQuota },
   orgId: string,
   specs: { inputs: Record<string, string> }[],
   prefixOf: (index: number) => string,
@@ -34,6 +35,7 @@ export async function checkUploadInputs(
   // sweep that took one between its check above and its mark leaves it gone: then it is refused like any expired one.
   for (const [id, field] of named) {
     await uploads.keepUntil(id, now + keepMs);
+    await uploadQuota.keepUntil(orgId, id, now + keepMs);
     if (!(await uploads.describe(id))) throw validationError(`${field}: upload ${id} has expired`);
   }
 }

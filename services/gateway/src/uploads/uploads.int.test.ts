@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import net from "node:net";
 import { join } from "node:path";
@@ -183,6 +183,70 @@ describe("/uploads (tus 1.0)", () => {
     const { id } = await create(callers.alice!, 10);
     expect((await call(callers.alice!, "DELETE", `/uploads/${id}`)).status).toBe(204);
     expect((await call(callers.alice!, "GET", `/uploads/${id}`)).status).toBe(404);
+  });
+});
+
+describe("the upload quota: what an org keeps in the store at once", () => {
+  // The free plan's max input size cut to 1,000 bytes: with UPLOAD_QUOTA_FACTOR=3 an org keeps 3,000 bytes of uploads.
+  const quotaEnv = (extra: Record<string, string> = {}) => ({ PLANS_JSON: JSON.stringify({ free: { requestsPerMinute: 1000, maxInputBytes: 1000 } }), UPLOAD_QUOTA_FACTOR: "3", ...extra });
+  const json = { "content-type": "application/json" };
+
+  it("refuses a tus upload past the org's bytes with 403 PLAN_LIMIT, counts no other org's, and gives a DELETE's bytes back", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free", bob: "free" }, {}, quotaEnv());
+    const first = await create(callers.alice!, 1000);
+    await create(callers.alice!, 1000);
+    await create(callers.alice!, 999);
+    const refused = await call(callers.alice!, "POST", "/uploads", { "upload-length": "2" });
+    expect(refused.status).toBe(403);
+    expect((await jsonOf(refused)).error).toEqual({
+      code: "PLAN_LIMIT",
+      message: "Uploads: the free plan keeps at most 2.9 KB of uploads at a time (2.9 KB kept, 2 bytes asked for); delete uploads no job needs (DELETE /uploads/{id}) or wait for them to expire",
+    });
+    await create(callers.alice!, 1); // exactly up to the allowance
+    await create(callers.bob!, 1000); // another org's allowance is its own
+
+    expect((await call(callers.alice!, "DELETE", `/uploads/${first.id}`)).status).toBe(204);
+    await create(callers.alice!, 1000);
+  });
+
+  it("reserves the plan's max input size for a deferred-length upload until it finishes, then its real size", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv());
+    const deferred = await call(callers.alice!, "POST", "/uploads", { "upload-defer-length": "1" });
+    expect(deferred.status).toBe(201);
+    const id = deferred.headers.get("location")!.split("/").pop()!;
+    await create(callers.alice!, 1000);
+    await create(callers.alice!, 1000);
+    expect((await call(callers.alice!, "POST", "/uploads", { "upload-length": "1" })).status).toBe(403);
+    const patch = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "0", "upload-length": "10", "content-type": "application/offset+octet-stream" }, randomBytes(10));
+    expect(patch.status).toBe(204);
+    await create(callers.alice!, 990);
+    expect((await call(callers.alice!, "POST", "/uploads", { "upload-length": "1" })).status).toBe(403);
+  });
+
+  it("counts upload links and inline uploads too, and leaves nothing behind when it refuses one", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv());
+    const link = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 1000 }));
+    expect(link.status).toBe(201);
+    const inline = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ base64: randomBytes(1000).toString("base64") }));
+    expect(inline.status).toBe(201);
+    await create(callers.alice!, 500);
+    const refusedLink = await call(callers.alice!, "POST", "/upload-links", json, JSON.stringify({ size: 501 }));
+    expect(refusedLink.status).toBe(403);
+    expect((await jsonOf(refusedLink)).error.code).toBe("PLAN_LIMIT");
+    const refusedInline = await call(callers.alice!, "POST", "/uploads/inline", json, JSON.stringify({ base64: randomBytes(501).toString("base64") }));
+    expect(refusedInline.status).toBe(403);
+    // Only the three taken: the refused link's and inline upload's files were removed again.
+    expect(new Set((await readdir(gateway!.uploadDir)).map((name) => name.split(".")[0]))).toHaveProperty("size", 3);
+    await create(callers.alice!, 500);
+  });
+
+  it("refuses an org's upload past UPLOAD_QUOTA_MAX_UPLOADS, however small", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv({ UPLOAD_QUOTA_MAX_UPLOADS: "2" }));
+    await create(callers.alice!, 1);
+    await create(callers.alice!, 1);
+    const refused = await call(callers.alice!, "POST", "/uploads", { "upload-length": "1" });
+    expect(refused.status).toBe(403);
+    expect((await jsonOf(refused)).error.message).toMatch(/^Uploads: an org keeps at most 2 uploads at a time \(2 kept\)/);
   });
 });
 

@@ -1,10 +1,13 @@
 import { z } from "zod";
 import { AppError, notFound } from "@renderbus/errors";
 import { planOf } from "@renderbus/plans";
+import type { AuthContext } from "@renderbus/rpc";
 import type { UploadDescription } from "@renderbus/uploads";
+import type { GatewayDeps } from "../deps.js";
 import { defineRoute } from "../http/route.js";
 import { one } from "../routes/response-schemas.js";
 import { UPLOADS_PATH } from "./tus-server.js";
+import { uploadAllowance } from "./upload-quota.js";
 
 /** The largest file `upload_media` takes inline (decoded); larger files go through tus (`create_upload`). */
 export const INLINE_UPLOAD_MAX_BYTES = 1024 * 1024;
@@ -12,6 +15,20 @@ export const INLINE_UPLOAD_MAX_BYTES = 1024 * 1024;
 export const INLINE_UPLOAD_BODY_LIMIT = Math.ceil((INLINE_UPLOAD_MAX_BYTES * 4) / 3) + 64 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const filename = z.string().min(1).max(255).regex(/^[\p{L}\p{N} ._()+-]+$/u, "must be a file name of letters, digits, spaces and . _ ( ) + -").optional().describe("The file's name, e.g. clip.mp4 (its extension helps the worker read subtitles)");
+
+/**
+ * Counts a new upload against the org's quota (uploads/upload-quota.ts), or removes it again and refuses with
+ * PLAN_LIMIT when the org already keeps its allowance.
+ */
+async function reserveOrRemove(deps: GatewayDeps, auth: AuthContext, upload: UploadDescription): Promise<void> {
+  const plan = planOf(auth.plan, deps.plans);
+  try {
+    await deps.uploadQuota.reserve(auth.orgId, upload.id, upload.size ?? plan.maxInputBytes, upload.expiresAt, uploadAllowance(plan, deps.config));
+  } catch (error) {
+    await deps.uploads.dataStore.remove(upload.id).catch((removal: unknown) => deps.logger.warn({ err: removal, uploadId: upload.id }, "refused upload not removed: the sweep will"));
+    throw error;
+  }
+}
 
 /** An upload as the API shows it (docs/uploads.md). */
 export function presentUpload(upload: UploadDescription) {
@@ -31,11 +48,12 @@ export const uploadRoutes = [
     mcpTool: "create_upload",
     response: one("UploadLink"),
     body: z.strictObject({ size: z.number().int().min(1).describe("The file's size in bytes"), filename }),
-    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
+    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "PLAN_LIMIT"],
     handler: async ({ body, auth }, deps) => {
       const cap = planOf(auth.plan, deps.plans).maxInputBytes;
       if (body.size > cap) throw new AppError("PAYLOAD_TOO_LARGE", `size: larger than the plan's max input size (${cap} bytes)`);
       const upload = await deps.uploads.create({ orgId: auth.orgId, size: body.size, ...(body.filename ? { filename: body.filename } : {}) });
+      await reserveOrRemove(deps, auth, upload);
       return {
         data: {
           upload: presentUpload(upload),
@@ -62,7 +80,7 @@ export const uploadRoutes = [
       base64: z.string().min(1).max(Math.ceil((INLINE_UPLOAD_MAX_BYTES * 4) / 3) + 4).describe("The file's bytes, base64 (at most 1 MB decoded)"),
       filename,
     }),
-    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"],
+    errors: ["VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", "PLAN_LIMIT"],
     handler: async ({ body, auth }, deps) => {
       const encoded = body.base64.replace(/\s+/g, "");
       if (!BASE64.test(encoded)) throw new AppError("VALIDATION_ERROR", "body.base64: must be base64");
@@ -71,6 +89,7 @@ export const uploadRoutes = [
       const cap = planOf(auth.plan, deps.plans).maxInputBytes;
       if (bytes.length > cap) throw new AppError("PAYLOAD_TOO_LARGE", `body.base64: larger than the plan's max input size (${cap} bytes)`);
       const upload = await deps.uploads.createComplete({ orgId: auth.orgId, bytes, ...(body.filename ? { filename: body.filename } : {}) });
+      await reserveOrRemove(deps, auth, upload);
       return { data: presentUpload(upload) };
     },
   }),
