@@ -8,7 +8,8 @@ import { createOrg, repoRoot, startReceiver, waitFor } from "./helpers.js";
 
 /**
  * The tools the main MCP suite (mcp.e2e.test.ts) does not reach, each called over MCP against the running system:
- * webhook settings, endpoints and their delivery log, the usage ledger, batches listed, and the tus upload link.
+ * webhook settings, endpoints and their delivery log, the usage ledger, batches listed, the tus upload link and the
+ * list of kept uploads.
  */
 describe("every MCP tool answers over /mcp as its REST route does", () => {
   let system: RunningSystem;
@@ -132,6 +133,7 @@ describe("every MCP tool answers over /mcp as its REST route does", () => {
     });
     expect(sent.status).toBe(204);
     expect((await callOk("get_upload", { uploadId })).data).toMatchObject({ id: uploadId, offset: file.length, complete: true });
+    expect(await callOk("list_uploads", { limit: 10 })).toEqual({ data: [expect.objectContaining({ id: uploadId, complete: true })], nextCursor: null });
     expect(await callError("create_upload", { size: 0 })).toMatch(/^VALIDATION_ERROR: /);
   });
 });

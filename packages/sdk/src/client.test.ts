@@ -15,6 +15,7 @@ const sdkMethods: Record<string, (client: RenderbusClient) => unknown> = {
   listBatches: (client) => client.batches.list,
   listJobTypes: (client) => client.jobTypes.list,
   getJobTypeSchema: (client) => client.jobTypes.get,
+  listUploads: (client) => client.uploads.list,
   getUpload: (client) => client.uploads.get,
   createUploadLink: (client) => client.uploads.createLink,
   uploadMedia: (client) => client.uploads.uploadInline,

@@ -17,6 +17,7 @@ import type {
   JobType,
   ListDeliveriesParams,
   ListBatchesParams,
+  ListUploadsParams,
   ListJobsParams,
   Me,
   Org,
@@ -136,6 +137,8 @@ export class RenderbusClient {
      * `onProgress(sent, total)` follows the bytes the server accepted.
      */
     upload: (source: UploadSource, options: UploadFileOptions = {}): Promise<Upload> => uploadFile(this.transport, (id) => this.uploads.get(id), source, options),
+    /** listUploads: `GET /uploads`, the org's kept uploads, newest first; iterate with `for await` across every page. */
+    list: (params: ListUploadsParams = {}): PageIterator<Upload> => this.list<Upload, ListUploadsParams>("/uploads", params),
     /** getUpload: `GET /uploads/{upload_id}`: size, bytes received, complete, expiry. */
     get: (uploadId: string): Promise<Upload> => this.data({ method: "GET", path: `/uploads/${enc(uploadId)}` }),
     /** createUploadLink: `POST /upload-links`: an empty upload of `size` bytes and where to PATCH them (tus). */

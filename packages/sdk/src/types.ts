@@ -78,6 +78,12 @@ export interface SubmittedBatch {
   status: string;
 }
 
+export interface ListUploadsParams {
+  /** Page size, 1-100 (default 50). Iteration continues over every page. */
+  limit?: number;
+  cursor?: string;
+}
+
 export interface ListBatchesParams {
   status?: "running" | "completed";
   /** Page size, 1-100 (default 50). Iteration continues over every page. */

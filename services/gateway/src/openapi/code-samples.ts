@@ -60,6 +60,7 @@ export const sdkSamples: Record<string, string> = {
   listJobTypes: "const jobTypes = await client.jobTypes.list();",
   createUploadLink: 'const { url, headers } = await client.uploads.createLink(4_194_304, "clip.mp4");',
   uploadMedia: 'const upload = await client.uploads.uploadInline(await readFile("logo.png"), "logo.png");',
+  listUploads: `for await (const upload of client.uploads.list()) console.log(upload.id, upload.size, upload.expiresAt);`,
   getUpload: `const upload = await client.uploads.get("${examplePathValues.uploadId}");`,
   getJobTypeSchema: `const jobType = await client.jobTypes.get("${examplePathValues.type}");`,
   getMe: "const me = await client.me();",

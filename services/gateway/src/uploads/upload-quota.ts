@@ -122,6 +122,18 @@ export class UploadQuota {
     await this.redis.rbUploadKeep(...this.keys(orgId), uploadId, String(expiresAt));
   }
 
+  /**
+   * The ids of the org's uploads still held (not expired, not deleted), newest first (an upload id sorts by its
+   * creation time), from after `cursor` (an id of the page before): one page of `limit`, and the next page's cursor.
+   */
+  async heldIds(orgId: string, { limit, cursor }: { limit: number; cursor?: string | undefined }): Promise<{ ids: string[]; nextCursor: string | null }> {
+    const [zset] = this.keys(orgId);
+    const held = (await this.redis.zrangebyscore(zset, `(${this.now()}`, "+inf")).sort().reverse();
+    const after = cursor === undefined ? held : held.filter((id) => id < cursor);
+    const ids = after.slice(0, limit);
+    return { ids, nextCursor: after.length > limit ? ids[ids.length - 1]! : null };
+  }
+
   /** Gives an upload's bytes back (the client deleted it). */
   async release(orgId: string, uploadId: string): Promise<void> {
     const [zset, sizes] = this.keys(orgId);

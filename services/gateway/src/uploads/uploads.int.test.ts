@@ -240,6 +240,21 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     await create(callers.alice!, 500);
   });
 
+  it("lists the org's kept uploads newest first, page by page, without deleted ones or another org's", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free", bob: "free" }, {}, quotaEnv());
+    const made: string[] = [];
+    for (let index = 0; index < 5; index += 1) made.push((await create(callers.alice!, 10)).id);
+    await create(callers.bob!, 10);
+    expect((await call(callers.alice!, "DELETE", `/uploads/${made[2]}`)).status).toBe(204);
+
+    const first = await jsonOf(await call(callers.alice!, "GET", "/uploads?limit=3"));
+    expect(first.data.map((upload: { id: string }) => upload.id)).toEqual([made[4], made[3], made[1]]);
+    expect(first.data[0]).toMatchObject({ size: 10, offset: 0, complete: false });
+    const second = await jsonOf(await call(callers.alice!, "GET", `/uploads?limit=3&cursor=${first.nextCursor}`));
+    expect(second).toEqual({ data: [expect.objectContaining({ id: made[0] })], nextCursor: null });
+    expect((await call(callers.alice!, "GET", "/uploads?limit=0")).status).toBe(400);
+  });
+
   it("refuses an org's upload past UPLOAD_QUOTA_MAX_UPLOADS, however small", async () => {
     const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv({ UPLOAD_QUOTA_MAX_UPLOADS: "2" }));
     await create(callers.alice!, 1);

@@ -5,7 +5,8 @@ import type { AuthContext } from "@renderbus/rpc";
 import type { UploadDescription } from "@renderbus/uploads";
 import type { GatewayDeps } from "../deps.js";
 import { defineRoute } from "../http/route.js";
-import { one } from "../routes/response-schemas.js";
+import { one, page } from "../routes/response-schemas.js";
+import { cursorQuery } from "../routes/schemas.js";
 import { UPLOADS_PATH } from "./tus-server.js";
 import { uploadAllowance } from "./upload-quota.js";
 
@@ -91,6 +92,24 @@ export const uploadRoutes = [
       const upload = await deps.uploads.createComplete({ orgId: auth.orgId, bytes, ...(body.filename ? { filename: body.filename } : {}) });
       await reserveOrRemove(deps, auth, upload);
       return { data: presentUpload(upload) };
+    },
+  }),
+  defineRoute({
+    method: "GET",
+    url: "/uploads",
+    operationId: "listUploads",
+    summary: "List uploads",
+    description:
+      "The org's uploads still kept (neither expired nor deleted), newest first, cursor paginated (pass nextCursor back as cursor): what counts against the org's upload quota (at most 10 times the plan's max input size at once). Delete one no job needs with DELETE /uploads/{id} (tus). Uploads made before 2026-12-01 are not listed.",
+    tag: "uploads",
+    query: z.strictObject({ ...cursorQuery }),
+    errors: ["VALIDATION_ERROR"],
+    response: page("Upload"),
+    handler: async ({ query, auth }, deps) => {
+      const { ids, nextCursor } = await deps.uploadQuota.heldIds(auth.orgId, query);
+      const uploads = await Promise.all(ids.map((id) => deps.uploads.describe(id)));
+      // An upload the sweep or a DELETE removed since it was counted is left out, never another org's.
+      return { data: uploads.filter((upload) => upload !== undefined && upload.orgId === auth.orgId).map((upload) => presentUpload(upload!)), nextCursor };
     },
   }),
   defineRoute({
