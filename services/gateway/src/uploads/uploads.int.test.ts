@@ -253,6 +253,9 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     const second = await jsonOf(await call(callers.alice!, "GET", `/uploads?limit=3&cursor=${first.nextCursor}`));
     expect(second).toEqual({ data: [expect.objectContaining({ id: made[0] })], nextCursor: null });
     expect((await call(callers.alice!, "GET", "/uploads?limit=0")).status).toBe(400);
+    const badCursor = await call(callers.alice!, "GET", "/uploads?cursor=eyJ0IjotMX0");
+    expect(badCursor.status).toBe(400);
+    expect((await jsonOf(badCursor)).error).toEqual({ code: "VALIDATION_ERROR", message: "cursor: is invalid" });
   });
 
   it("refuses an org's upload past UPLOAD_QUOTA_MAX_UPLOADS, however small", async () => {

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { AppError, notFound } from "@renderbus/errors";
+import { AppError, notFound, validationError } from "@renderbus/errors";
+import { isId } from "@renderbus/ids";
 import { planOf } from "@renderbus/plans";
 import type { AuthContext } from "@renderbus/rpc";
 import type { UploadDescription } from "@renderbus/uploads";
@@ -106,6 +107,8 @@ export const uploadRoutes = [
     errors: ["VALIDATION_ERROR"],
     response: page("Upload"),
     handler: async ({ query, auth }, deps) => {
+      // A cursor is the last upload id of the page before, as every list's cursor is an id of its own kind.
+      if (query.cursor !== undefined && !isId("upload", query.cursor)) throw validationError("cursor: is invalid");
       const { ids, nextCursor } = await deps.uploadQuota.heldIds(auth.orgId, query);
       const uploads = await Promise.all(ids.map((id) => deps.uploads.describe(id)));
       // An upload the sweep or a DELETE removed since it was counted is left out, never another org's.
