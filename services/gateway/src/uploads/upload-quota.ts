@@ -2,6 +2,13 @@ import type { Redis } from "ioredis";
 import { AppError } from "@renderbus/errors";
 import type { Plan } from "@renderbus/plans";
 
+// Both keys live a minute past the latest expiry they hold, so an org that stops uploading leaves nothing behind.
+const EXTEND_KEYS = `
+local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+redis.call('PEXPIREAT', KEYS[1], last + 60000)
+redis.call('PEXPIREAT', KEYS[2], last + 60000)
+`;
+
 // One round trip per reservation: forget uploads past their expiry (the sweep deletes them), then count, add up and
 // add. KEYS: the org's uploads by expiry (sorted set), their reserved bytes (hash). ARGV: now, max uploads, max bytes,
 // bytes, upload id, expiry. Answers {1, bytes held before} when reserved (or already was), {0, uploads held} over
@@ -18,9 +25,7 @@ for _, value in ipairs(redis.call('HVALS', KEYS[2])) do held = held + tonumber(v
 if held + tonumber(ARGV[4]) > tonumber(ARGV[3]) then return {-1, held} end
 redis.call('ZADD', KEYS[1], ARGV[6], ARGV[5])
 redis.call('HSET', KEYS[2], ARGV[5], ARGV[4])
-local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-redis.call('PEXPIREAT', KEYS[1], last + 60000)
-redis.call('PEXPIREAT', KEYS[2], last + 60000)
+${EXTEND_KEYS}
 return {1, held}
 `;
 
@@ -29,15 +34,20 @@ const KEEP = `
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) >= tonumber(ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-redis.call('PEXPIREAT', KEYS[1], last + 60000)
-redis.call('PEXPIREAT', KEYS[2], last + 60000)
+${EXTEND_KEYS}
 return 1
+`;
+
+// A finished upload's real size, only while it is still held (one that expired or was deleted stays forgotten).
+const SETTLE = `
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) end
+return 0
 `;
 
 type QuotaRedis = Redis & {
   rbUploadReserve(zset: string, sizes: string, now: string, maxUploads: string, maxBytes: string, bytes: string, id: string, expiresAt: string): Promise<[number, number]>;
   rbUploadKeep(zset: string, sizes: string, id: string, expiresAt: string): Promise<number>;
+  rbUploadSettle(zset: string, sizes: string, id: string, bytes: string): Promise<number>;
 };
 
 /** What one org may hold: from its plan and the gateway's configuration. */
@@ -83,6 +93,7 @@ export class UploadQuota {
     if (!("rbUploadReserve" in redis)) {
       redis.defineCommand("rbUploadReserve", { numberOfKeys: 2, lua: RESERVE });
       redis.defineCommand("rbUploadKeep", { numberOfKeys: 2, lua: KEEP });
+      redis.defineCommand("rbUploadSettle", { numberOfKeys: 2, lua: SETTLE });
     }
     this.redis = redis as QuotaRedis;
   }
@@ -112,9 +123,7 @@ export class UploadQuota {
 
   /** Counts an upload's final size once it is known (a deferred-length upload reserved the plan's max until then). */
   async settle(orgId: string, uploadId: string, bytes: number): Promise<void> {
-    const [zset, sizes] = this.keys(orgId);
-    // Only an upload still held: one that expired or was deleted meanwhile stays forgotten.
-    await this.redis.eval("if redis.call('ZSCORE', KEYS[1], ARGV[1]) then redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) end return 0", 2, zset, sizes, uploadId, String(bytes));
+    await this.redis.rbUploadSettle(...this.keys(orgId), uploadId, String(bytes));
   }
 
   /** Holds an upload until `expiresAt` at least (a job named it: UPLOAD_KEEP_AFTER_USE_HOURS). */
