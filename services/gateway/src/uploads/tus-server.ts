@@ -51,14 +51,32 @@ class JsonErrorServer extends Server {
  * (`handle`): new uploads get an `upload_` id and their org, any other request on an upload of another org is a 404
  * (never revealing it exists), and sizes are capped by the caller's plan (`maxInputBytes`). A new upload reserves its
  * size (a deferred one, the plan's max until it finishes) from the org's upload quota, refused with PLAN_LIMIT past it;
- * a finished one counts its real size, a terminated one gives its bytes back.
+ * a finished one counts its real size, a terminated one (or one the store failed to create) gives its bytes back.
  */
 export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota" | "plans" | "config" | "logger">) {
-  const callers = new AsyncLocalStorage<AuthContext>();
+  // Per request: its caller, and the upload it reserved quota for (a POST), so a failure after the reservation can
+  // give it back.
+  const requests = new AsyncLocalStorage<{ auth: AuthContext; reserved?: string }>();
   const callerOf = (): AuthContext => {
-    const auth = callers.getStore();
-    if (!auth) throw new Error("a tus request ran outside an authenticated request");
-    return auth;
+    const request = requests.getStore();
+    if (!request) throw new Error("a tus request ran outside an authenticated request");
+    return request.auth;
+  };
+  /**
+   * A creation that failed after its reservation (the store refused the new upload, its lock timed out) gives the
+   * bytes back, unless the upload exists after all (its creation-with-upload body broke off: it stays resumable and
+   * counted). When the store cannot tell, the reservation stays until the upload would have expired.
+   */
+  const releaseFailedCreation = async (): Promise<void> => {
+    const request = requests.getStore();
+    const id = request?.reserved;
+    if (!request || !id) return;
+    try {
+      if (await deps.uploads.describe(id)) return;
+      await deps.uploadQuota.release(request.auth.orgId, id);
+    } catch (error) {
+      deps.logger.warn({ err: error, uploadId: id }, "upload quota not released after a failed creation");
+    }
   };
   const publicUrl = deps.config.PUBLIC_URL.replace(/\/$/, "");
   const server = new JsonErrorServer({
@@ -76,6 +94,7 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
       const expiresAt = Date.now() + deps.config.UPLOAD_RETENTION_HOURS * 3_600_000;
       try {
         await deps.uploadQuota.reserve(orgId, upload.id, upload.size ?? plan.maxInputBytes, expiresAt, uploadAllowance(plan, deps.config));
+        requests.getStore()!.reserved = upload.id;
       } catch (error) {
         if (error instanceof AppError) throw { status_code: error.httpStatus, body: JSON.stringify(error.toBody()) };
         throw error;
@@ -91,7 +110,8 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
       const upload = await deps.uploads.describe(uploadId);
       if (!upload || upload.orgId !== callerOf().orgId) throw { status_code: 404, body: "The file for this url was not found\n" };
     },
-    onResponseError: (_request, error) => {
+    onResponseError: async (_request, error) => {
+      await releaseFailedCreation();
       const status = "status_code" in error && typeof error.status_code === "number" ? error.status_code : 500;
       if (status >= 500) deps.logger.error({ err: error }, "upload request failed");
       const message = "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";
@@ -101,14 +121,14 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
     },
   });
   server.on(EVENTS.POST_TERMINATE, (_request, _response, id) => {
-    const auth = callers.getStore();
-    if (!auth) return;
-    deps.uploadQuota.release(auth.orgId, id).catch((error: unknown) => deps.logger.warn({ err: error, uploadId: id }, "upload quota not released"));
+    const request = requests.getStore();
+    if (!request) return;
+    deps.uploadQuota.release(request.auth.orgId, id).catch((error: unknown) => deps.logger.warn({ err: error, uploadId: id }, "upload quota not released"));
   });
   return {
     server,
     /** Serves one tus request as `auth`. */
     handle: (auth: AuthContext, request: Parameters<Server["handle"]>[0], response: Parameters<Server["handle"]>[1]) =>
-      callers.run(auth, () => server.handle(request, response)),
+      requests.run({ auth }, () => server.handle(request, response)),
   };
 }

@@ -258,6 +258,37 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     expect((await jsonOf(badCursor)).error).toEqual({ code: "VALIDATION_ERROR", message: "cursor: is invalid" });
   });
 
+  it("gives a reservation back when the store fails to create the upload, and keeps one when a step after the store's fails", async () => {
+    const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv());
+    const dataStore = gateway!.deps.uploads.dataStore;
+    const create_ = dataStore.create.bind(dataStore);
+    // The store's own failure (a full disk, a bucket answering 503) once, after the quota was reserved.
+    dataStore.create = async () => {
+      dataStore.create = create_;
+      throw new Error("ENOSPC: no space left on device");
+    };
+    const failed = await call(callers.alice!, "POST", "/uploads", { "upload-length": "1000" });
+    expect(failed.status).toBe(500);
+    expect((await jsonOf(failed)).error.code).toBe("INTERNAL_ERROR");
+
+    // A creation that fails after the upload exists (its body stored, the final size not counted: Redis went away)
+    // keeps its reservation: the upload is there and counts.
+    const quota = gateway!.deps.uploadQuota;
+    const settle = quota.settle.bind(quota);
+    quota.settle = async () => {
+      quota.settle = settle;
+      throw new Error("Connection is closed.");
+    };
+    const stored = await call(callers.alice!, "POST", "/uploads", { "upload-length": "1000", "content-type": "application/offset+octet-stream" }, randomBytes(1000));
+    expect(stored.status).toBe(500);
+    const kept = (await jsonOf(await call(callers.alice!, "GET", "/uploads"))).data;
+    expect(kept).toEqual([expect.objectContaining({ size: 1000, complete: true })]);
+
+    await create(callers.alice!, 1000);
+    await create(callers.alice!, 1000);
+    expect((await call(callers.alice!, "POST", "/uploads", { "upload-length": "1" })).status).toBe(403);
+  });
+
   it("refuses an org's upload past UPLOAD_QUOTA_MAX_UPLOADS, however small", async () => {
     const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv({ UPLOAD_QUOTA_MAX_UPLOADS: "2" }));
     await create(callers.alice!, 1);
@@ -329,6 +360,9 @@ describe("upload ids as job inputs", () => {
     expect(expired.status).toBe(400);
     expect((await jsonOf(expired)).error).toEqual({ code: "VALIDATION_ERROR", message: `inputs.source: upload ${unused} has expired` });
     expect((await submit(used)).status).toBe(201);
+    // The quota counts what the store keeps: the used one still, the expired one no longer.
+    const counted = (await jsonOf(await call(callers.alice!, "GET", "/uploads"))).data;
+    expect(counted.map((upload: { id: string }) => upload.id)).toEqual([used]);
     expect(await gateway!.deps.uploads.deleteExpired()).toBe(1);
     expect((await call(callers.alice!, "GET", `/uploads/${unused}`)).status).toBe(404);
     expect((await jsonOf(await call(callers.alice!, "GET", `/uploads/${used}`))).data).toMatchObject({ complete: true });
