@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { CONSUME_PULL_EXPIRES_MS, STREAMS } from "@renderbus/bus";
+import { CONSUME_PULL_EXPIRES_MS, STREAMS, type StreamSpec } from "@renderbus/bus";
 import type { ServiceName } from "@renderbus/testing";
 import type { BenchContext } from "../context.js";
 import { processCpuMs } from "../cpu.js";
@@ -147,7 +147,7 @@ export async function benchCappedReplicas(ctx: BenchContext, services: readonly 
         `Dispatcher: bursts of synthetic job events over ${ctx.orgs.webhookSpread.length} starter orgs (as benchmark 4, over more orgs: see bench/findings.md, "Twelfth round"), first attempts per second. Worker: a batch of transcodes of a 4 s 640x360 clip (CPU-bound: ffmpeg runs inside the worker's group), jobs completed per second from the first start to the last completion. Gateway: GET /jobs/{id} with an API key, one autocannon per replica, summed.`,
         "CPU: the replicas' own utime + stime (/proc) over the measured rounds, per delivery or request, and as a share of their caps over the rounds' duration. A curve whose replicas all use ~100% of their caps at the same CPU per unit scales with them by construction; one whose replicas use less waits on something they share.",
         `${ctx.sizes.quick ? rounds : DISPATCHER_ROUNDS} round(s) per point for the dispatcher, ${GATEWAY_ROUNDS} for the gateway, at most 2 for the worker; the rate is over every round.${ctx.sizes.quick ? " Quick run: the dispatcher at 1 and 2 replicas only." : ""}`,
-        "Dispatcher and gateway: every replica starts and warms up first (uncapped, then capped), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired, once the system is seen idle again (a replica paused in the middle of some work is resumed and paused again).",
+        "Every replica starts and warms up first (dispatcher and gateway uncapped, then capped; the worker, whose work is ffmpeg's, one round under its cap), then the points take turns round by round (1, 2, 4, then 4, 2, 1, ...), each round loading a rotating choice of N warm replicas, so that no point meets a different machine or a colder replica than another. The dispatchers and workers a round does not load are paused (SIGSTOP) once the system is idle, and the round starts after their pull requests expired, once the system is seen idle again (a replica paused in the middle of some work is resumed and paused again).",
       ],
       data: { caps: CAPS, curves },
     },
@@ -282,12 +282,22 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
   }
 }
 
+/** What "idle" means before replicas of a service are paused: these streams' consumers done, and how long their pulls live. */
+interface IdleSpec {
+  streams: StreamSpec[];
+  /** How long a paused replica's pull requests stay open on the server, and a second more. */
+  settleMs: number;
+}
+const DISPATCHER_IDLE: IdleSpec = { streams: [STREAMS.jobEvents, STREAMS.webhookEvents], settleMs: CONSUME_PULL_EXPIRES_MS + 1_000 };
+/** A worker's slots pull one dispatch at a time, each pull open 2 s (services/worker/src/dispatch/consume-dispatches.ts). */
+const WORKER_IDLE: IdleSpec = { streams: [STREAMS.jobDispatch, STREAMS.jobEvents, STREAMS.webhookEvents], settleMs: 3_000 };
+
 /**
  * Leaves only `loaded` of `replicas` running: the others are paused (SIGSTOP) once the system is idle, and this
  * resolves after the pull requests they left on the server expired and the system is still idle (pause-while-idle.ts).
  * `paused` is kept up to date.
  */
-async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>): Promise<void> {
+async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>, idle: IdleSpec = DISPATCHER_IDLE): Promise<void> {
   const wanted = new Set(loaded.map(({ replica }) => replica));
   for (const replica of [...paused].filter((candidate) => wanted.has(candidate))) {
     replica.child.kill("SIGCONT");
@@ -297,14 +307,21 @@ async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>
   await pauseWhileIdle(
     toPause.map((replica) => replica.child),
     {
-      waitIdle: (timeoutMs?: number) => quiesce(ctx.bus, ctx.env.databaseUrl, [STREAMS.jobEvents, STREAMS.webhookEvents], timeoutMs === undefined ? {} : { timeoutMs }),
-      settleMs: CONSUME_PULL_EXPIRES_MS + 1_000,
+      waitIdle: (timeoutMs?: number) => quiesce(ctx.bus, ctx.env.databaseUrl, idle.streams, timeoutMs === undefined ? {} : { timeoutMs }),
+      settleMs: idle.settleMs,
     },
   );
   for (const replica of toPause) paused.add(replica);
 }
 
-/** The worker's curve: the system's worker is stopped, N capped ones take the dispatches. */
+/**
+ * The worker's curve: the system's worker is stopped, N capped ones take the dispatches.
+ *
+ * The points take turns as the dispatcher's do (see dispatcherCurve): the replicas share one durable consumer, so the
+ * ones a round does not load are paused while the system is idle, after their pull requests expired. Measured one
+ * point after the other (1, 1, 2, 2, 4, 4), a run on a host whose speed drifted gave 1.74x at 2 replicas and 4.68x at 4
+ * (2026-12-01, bench/findings.md "Twenty-seventh round"): the 4-replica rounds, measured last, met a faster machine.
+ */
 async function workerCurve(ctx: BenchContext, rounds: number): Promise<Point[]> {
   const dir = await mkdtemp(join(tmpdir(), "rb-bench-capped-"));
   const clip = join(dir, "clip4s.mp4");
@@ -312,32 +329,39 @@ async function workerCurve(ctx: BenchContext, rounds: number): Promise<Point[]> 
   const source = ctx.inputs.publish("capped-clip4s.mp4", clip);
   // Jobs per round: enough to keep 4 replicas (2 jobs each at a time) busy for a while.
   const jobs = 16;
+  const counts = ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS;
   const replicas: Array<{ replica: Replica; cap: CpuCap }> = [];
-  const points: Point[] = [];
-  ctx.log(`  worker: replicas at ${CAPS.worker} core each, ${rounds} round(s) of ${jobs} transcodes per point`);
+  const paused = new Set<Replica>();
+  ctx.log(`  worker: replicas at ${CAPS.worker} core each, ${rounds} round(s) of ${jobs} transcodes per point, points taking turns`);
   await ctx.env.system.kill("worker");
   try {
-    for (const count of ctx.sizes.quick ? QUICK_REPLICA_COUNTS : REPLICA_COUNTS) {
-      await growTo(ctx, "worker", CAPS.worker, replicas, count);
-      await transcodeRound(ctx, source, count * 2);
-      const rates: number[] = [];
-      let total = 0;
-      let spanMs = 0;
-      for (let round = 0; round < rounds; round += 1) {
-        const span = await transcodeRound(ctx, source, jobs);
-        rates.push(perSecondFine(jobs, span));
-        total += jobs;
-        spanMs += span;
-        ctx.log(`    ${jobs} transcodes, ${count} capped worker(s): ${round2(perSecondFine(jobs, span))} jobs/s`);
-      }
-      points.push({ replicas: count, perSecond: perSecondFine(total, spanMs), rounds: rates });
-    }
+    await growTo(ctx, "worker", CAPS.worker, replicas, Math.max(...counts), {}, { capLater: true });
+    // ffmpeg does the work, not the worker's JIT: one round on every replica warms the caches and the input's server.
+    const warmRound = async () => {
+      await loadOnly(ctx, replicas, replicas, paused, WORKER_IDLE);
+      return perSecondFine(replicas.length * 2, await transcodeRound(ctx, source, replicas.length * 2));
+    };
+    const measured = new Map(counts.map((count) => [count, { rates: [] as number[], total: 0, spanMs: 0 }]));
+    await takeTurns(ctx, "workers", replicas, counts, rounds, warmRound, { warmUp: "one-round" }, async (loaded, round) => {
+      await loadOnly(ctx, replicas, loaded, paused, WORKER_IDLE);
+      const span = await transcodeRound(ctx, source, jobs);
+      const point = measured.get(loaded.length)!;
+      point.rates.push(perSecondFine(jobs, span));
+      point.total += jobs;
+      point.spanMs += span;
+      ctx.log(`    round ${round + 1}, ${jobs} transcodes, ${loaded.length} capped worker(s): ${round2(perSecondFine(jobs, span))} jobs/s`);
+    });
+    return counts.map((count) => {
+      const { rates, total, spanMs } = measured.get(count)!;
+      return { replicas: count, perSecond: perSecondFine(total, spanMs), rounds: rates };
+    });
   } finally {
+    // A stopped process would not see the SIGTERM of stopAll.
+    for (const replica of paused) replica.child.kill("SIGCONT");
     await stopAll(replicas);
     await ctx.env.system.start("worker");
     await rm(dir, { recursive: true, force: true });
   }
-  return points;
 }
 
 const perSecondFine = (count: number, ms: number) => count / Math.max(0.001, ms / 1000);
