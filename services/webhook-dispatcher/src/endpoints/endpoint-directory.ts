@@ -1,5 +1,6 @@
 import type { Selectable } from "kysely";
 import type { SecretBox } from "@renderbus/secret-box";
+import { createRefreshAheadCache } from "../cache/refresh-ahead-cache.js";
 import type { DispatcherTables } from "../database.js";
 import type { DeliveryRow, DispatcherDb } from "../deliveries/delivery.js";
 import { acceptsWebhooks, type WebhookTarget, type WebhookTargets } from "../targets/webhook-targets.js";
@@ -96,34 +97,26 @@ export function endpointOfDelivery(org: OrgEndpoints, row: Pick<DeliveryRow, "en
 
 /**
  * Reads endpoints (rows of this schema, plus the org's webhook target from the auth service), caching each org's for
- * `ttlMs`; concurrent lookups share one read. A change is forgotten at once by every replica (endpoint-changes.ts, and
- * `auth.events.org.updated` for targets); `ttlMs` bounds how long a missed notice leaves an entry stale.
+ * `ttlMs` and reloading one in use before it expires (refresh-ahead-cache.ts); concurrent lookups share one read. A
+ * change is forgotten at once by every replica (endpoint-changes.ts, and `auth.events.org.updated` for targets);
+ * `ttlMs` bounds how long a missed notice leaves an entry stale.
  */
 export function createEndpointDirectory(db: DispatcherDb, targets: WebhookTargets, box: SecretBox, { ttlMs }: { ttlMs: number }): EndpointDirectory {
-  const cache = new Map<string, { expiresAt: number; value: Promise<OrgEndpoints> }>();
-  const load = async (orgId: string, fresh: boolean): Promise<OrgEndpoints> => {
-    const [target, rows] = await Promise.all([targets.get(orgId, { fresh }), db.selectFrom("endpoints").selectAll().where("org_id", "=", orgId).orderBy("created_at").execute()]);
-    return { target, endpoints: resolveEndpoints(target, rows, box) };
-  };
-  return {
-    get(orgId, { fresh = false } = {}) {
-      const now = Date.now();
-      const cached = cache.get(orgId);
-      if (!fresh && cached && cached.expiresAt > now) return cached.value;
-      const value = load(orgId, fresh);
-      cache.set(orgId, { expiresAt: now + ttlMs, value });
-      value.catch(() => {
-        if (cache.get(orgId)?.value === value) cache.delete(orgId);
-      });
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
-      return value;
+  const cache = createRefreshAheadCache(
+    async (orgId: string, fresh: boolean): Promise<OrgEndpoints> => {
+      const [target, rows] = await Promise.all([targets.get(orgId, { fresh }), db.selectFrom("endpoints").selectAll().where("org_id", "=", orgId).orderBy("created_at").execute()]);
+      return { target, endpoints: resolveEndpoints(target, rows, box) };
     },
+    { ttlMs },
+  );
+  return {
+    get: (orgId, options) => cache.get(orgId, options),
     forget(orgId) {
-      cache.delete(orgId);
+      cache.forget(orgId);
       targets.forget(orgId);
     },
     forgetAll() {
-      cache.clear();
+      cache.forgetAll();
       targets.forgetAll();
     },
   };

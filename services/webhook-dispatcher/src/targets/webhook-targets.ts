@@ -1,6 +1,7 @@
 import type { auth } from "@renderbus/contracts";
 import type { PromiseClient } from "@renderbus/rpc";
 import { loadPlans, planOf, type Plan, type PlanName } from "@renderbus/plans";
+import { createRefreshAheadCache } from "../cache/refresh-ahead-cache.js";
 
 /** Where an org's deliveries go. The secret stays in memory only (the auth service stores it encrypted). */
 export interface WebhookTarget {
@@ -25,37 +26,16 @@ export function acceptsWebhooks(target: WebhookTarget): target is WebhookTarget 
 }
 
 /**
- * Reads targets through `Auth.GetWebhookTarget`, caching each for `ttlMs` so a burst of events costs one call.
- * Concurrent lookups of one org share a single call. Changes reach us by the cache expiring or by `forget`.
+ * Reads targets through `Auth.GetWebhookTarget`, caching each for `ttlMs` so a burst of events costs one call, and
+ * reloading one in use before it expires (refresh-ahead-cache.ts). Concurrent lookups of one org share a single call.
+ * Changes reach us by `forget` (`auth.events.org.updated`), or at the latest when the entry expires.
  */
 export function createWebhookTargets(
   client: PromiseClient<auth.AuthClient>,
   { ttlMs, plans = loadPlans() }: { ttlMs: number; plans?: Record<PlanName, Plan> },
 ): WebhookTargets {
-  const cache = new Map<string, { expiresAt: number; target: Promise<WebhookTarget> }>();
-  const load = async (orgId: string): Promise<WebhookTarget> => {
+  return createRefreshAheadCache(async (orgId: string): Promise<WebhookTarget> => {
     const response = await client.getWebhookTarget({ orgId }, { deadlineMs: 5000 });
     return { orgId, plan: planOf(response.plan, plans), url: response.url || undefined, secret: response.secret || undefined };
-  };
-  return {
-    get(orgId, { fresh = false } = {}) {
-      const now = Date.now();
-      const cached = cache.get(orgId);
-      if (!fresh && cached && cached.expiresAt > now) return cached.target;
-      const target = load(orgId);
-      cache.set(orgId, { expiresAt: now + ttlMs, target });
-      // A failed lookup must not be served from the cache.
-      target.catch(() => {
-        if (cache.get(orgId)?.target === target) cache.delete(orgId);
-      });
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
-      return target;
-    },
-    forget(orgId) {
-      cache.delete(orgId);
-    },
-    forgetAll() {
-      cache.clear();
-    },
-  };
+  }, { ttlMs });
 }
