@@ -249,7 +249,7 @@ async function dispatcherCurve(ctx: BenchContext, rounds: number): Promise<Point
     const measured = new Map(counts.map((count) => [count, { bursts: [] as Burst[], cpuMs: 0, capacityMs: 0 }]));
     // A quick run (the one `npm test` makes) checks the machinery, not the figures: one warm-up round, under the caps.
     await takeTurns(ctx, "dispatchers", replicas, counts, rounds, warmRound, { warmUp: ctx.sizes.quick ? "one-round" : "uncapped-then-capped" }, async (loaded, round) => {
-      await loadOnly(ctx, replicas, loaded, paused);
+      await loadOnly(ctx, replicas, loaded, paused, DISPATCHER_IDLE);
       // The replicas' own CPU over the round (publish -> last arrival): a replica that used its whole share was
       // bounded by its cap; one that used less waited on something the replicas share.
       const before = replicasCpuMs(loaded);
@@ -297,7 +297,7 @@ const WORKER_IDLE: IdleSpec = { streams: [STREAMS.jobDispatch, STREAMS.jobEvents
  * resolves after the pull requests they left on the server expired and the system is still idle (pause-while-idle.ts).
  * `paused` is kept up to date.
  */
-async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>, idle: IdleSpec = DISPATCHER_IDLE): Promise<void> {
+async function loadOnly(ctx: BenchContext, replicas: Array<{ replica: Replica }>, loaded: Array<{ replica: Replica }>, paused: Set<Replica>, idle: IdleSpec): Promise<void> {
   const wanted = new Set(loaded.map(({ replica }) => replica));
   for (const replica of [...paused].filter((candidate) => wanted.has(candidate))) {
     replica.child.kill("SIGCONT");

@@ -64,8 +64,8 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
   };
   /**
    * A creation that failed after its reservation (the store refused the new upload, its lock timed out) gives the
-   * bytes back, unless the upload exists after all (its creation-with-upload body broke off: it stays resumable and
-   * counted). When the store cannot tell, the reservation stays until the upload would have expired.
+   * bytes back, unless the upload exists after all (a step after the store's failed, e.g. counting its final size: it
+   * is there and counts). When the store cannot tell, the reservation stays until the upload would have expired.
    */
   const releaseFailedCreation = async (): Promise<void> => {
     const request = requests.getStore();
