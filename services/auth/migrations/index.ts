@@ -156,4 +156,17 @@ export const migrations: Migrations = {
       await sql`create index alert_emails_sent_at on alert_emails (sent_at)`.execute(db);
     },
   },
+  "2026-12-01-003-alert-events": {
+    async up(db: Kysely<any>) {
+      // The disables whose emails went out (or go out), per org: ENDPOINT_ALERTS_PER_ORG_PER_HOUR counts them.
+      await sql`
+        create table alert_events (
+          event_id text primary key,
+          org_id text not null,
+          admitted_at bigint not null
+        )`.execute(db);
+      await sql`create index alert_events_org on alert_events (org_id, admitted_at)`.execute(db);
+      await sql`create index alert_events_admitted_at on alert_events (admitted_at)`.execute(db);
+    },
+  },
 };

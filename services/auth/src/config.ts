@@ -35,6 +35,11 @@ export const authConfigSchema = commonConfigSchema
      * `smtps://...:465`. Required when EMAIL_VERIFICATION=required. A secret: never logged.
      */
     SMTP_URL: z.preprocess((value) => (value === "" ? undefined : value), env.url(["smtp", "smtps"]).optional()),
+    /**
+     * How many of one org's endpoint disables are emailed to its owners and admins in any hour (alerts/alert-limit.ts):
+     * a member can disable an endpoint at will (a receiver answering 410), and each disable mails every admin.
+     */
+    ENDPOINT_ALERTS_PER_ORG_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
     /** The From of the emails sent; default `Renderbus <no-reply@PUBLIC_URL's host>`. */
     EMAIL_FROM: z.string().min(3).max(200).optional(),
     /** How often orgs whose credit month has turned get their monthly credits (see billing/monthly-credits.ts). */

@@ -38,7 +38,7 @@ export async function startAuthService(config: AuthConfig, { logger }: { logger:
   const relay = await startOutboxRelay({ pool: store.pool, schema: AUTH_SCHEMA, bus, logger });
   const charges = await startJobChargesConsumer(bus, store, logger);
   // Without a mail server nobody is mailed: the durable is not made, so nothing waits for one.
-  const alerts = config.SMTP_URL ? await startEndpointAlerts({ bus, db: store.db, mailer: smtpMailer(config), publicUrl: config.PUBLIC_URL, logger }) : undefined;
+  const alerts = config.SMTP_URL ? await startEndpointAlerts({ bus, db: store.db, mailer: smtpMailer(config), publicUrl: config.PUBLIC_URL, logger, perOrgPerHour: config.ENDPOINT_ALERTS_PER_ORG_PER_HOUR }) : undefined;
   const renewals = startCreditRenewals({ db: store.db, plans: store.plans, intervalMs: config.CREDITS_RENEWAL_INTERVAL_MS, logger });
   const retention = startRetentionSweeper({
     intervalMs: config.RETENTION_SWEEP_INTERVAL_MS,

@@ -4,6 +4,7 @@ import { webhooks } from "@renderbus/contracts";
 import type { Logger } from "@renderbus/telemetry";
 import type { AuthTables } from "../database.js";
 import type { Mailer } from "../email/mailer.js";
+import { admitAlert } from "./alert-limit.js";
 import { alertRecipients } from "./alert-recipients.js";
 import { endpointDisabledEmail } from "./endpoint-disabled-email.js";
 
@@ -28,6 +29,8 @@ export interface EndpointAlertsOptions {
   logger?: Logger;
   /** Wait before a refused email is tried again (ALERT_RETRY_DELAY_MS; tests shorten it). */
   retryDelayMs?: number;
+  /** ENDPOINT_ALERTS_PER_ORG_PER_HOUR: how many of an org's disables are mailed in any hour (alert-limit.ts). */
+  perOrgPerHour: number;
 }
 
 /** The announcement's fields, or undefined for a body that is not one (acked unread rather than retried forever). */
@@ -44,9 +47,10 @@ function disabledEndpointOf(data: unknown): webhooks.EndpointDisabled | undefine
  * and Stripe do: the `endpoint.disabled` webhook alone would go to the org's other endpoints, if it has any that
  * listen. Each recipient is mailed once per disable: `alert_emails` records a sent email before the message is acked,
  * so a redelivery (a crash, a lost ack, a mail server that refused one recipient) mails only those not mailed yet.
- * A crash between an email leaving and its row committing sends that one email again.
+ * A crash between an email leaving and its row committing sends that one email again. At most `perOrgPerHour` of an
+ * org's disables are mailed in any hour; the others are logged and shown on the dashboard only.
  */
-export async function startEndpointAlerts({ bus, db, mailer, publicUrl, logger, retryDelayMs = ALERT_RETRY_DELAY_MS }: EndpointAlertsOptions): Promise<ConsumerHandle> {
+export async function startEndpointAlerts({ bus, db, mailer, publicUrl, logger, retryDelayMs = ALERT_RETRY_DELAY_MS, perOrgPerHour }: EndpointAlertsOptions): Promise<ConsumerHandle> {
   return bus.consume<unknown>({
     stream: STREAMS.webhookEvents,
     durable: ENDPOINT_ALERTS_DURABLE,
@@ -62,6 +66,10 @@ export async function startEndpointAlerts({ bus, db, mailer, publicUrl, logger, 
       }
       const org = await alertRecipients(db, event.orgId);
       if (!org) return;
+      if (!(await admitAlert(db, event.orgId, event.eventId, perOrgPerHour))) {
+        logger?.warn({ eventId: event.eventId, orgId: event.orgId, endpointId: event.endpointId, perOrgPerHour }, "endpoint-disabled email not sent: the org's hourly alert limit is reached");
+        return;
+      }
       const mailed = new Set(
         (await db.selectFrom("alert_emails").select("user_id").where("event_id", "=", event.eventId).execute()).map((row) => row.user_id),
       );

@@ -16,7 +16,7 @@ describe("emails about endpoints the dispatcher disabled", () => {
   let dispatcherBus: Bus;
   beforeAll(async () => {
     mailbox = await startMailbox();
-    harness = await startAuthHarness("endpointalerts", { SMTP_URL: mailbox.url, PUBLIC_URL });
+    harness = await startAuthHarness("endpointalerts", { SMTP_URL: mailbox.url, PUBLIC_URL, ENDPOINT_ALERTS_PER_ORG_PER_HOUR: "2" });
     // What the dispatcher's outbox relay does: the announcement on its subject, the event id as the message id.
     dispatcherBus = await Bus.connect({ url: testInfra().natsUrl, name: "test-dispatcher", namespace: harness.config.NATS_NAMESPACE });
   });
@@ -97,6 +97,32 @@ describe("emails about endpoints the dispatcher disabled", () => {
     expect(logged).toContain("endpoint.disabled announcement without its fields: ignored");
   });
 
+  it("mails at most ENDPOINT_ALERTS_PER_ORG_PER_HOUR of an org's disables in any hour", async () => {
+    // A member can disable an endpoint at will (a receiver that answers 410 to a test event, enabled again, and so on).
+    const org = await harness.seedOrg("pro");
+    const owner = await member(org.orgId, "owner", true);
+    const first = announcement(org.orgId);
+    await announce(dispatcherBus, first);
+    await announce(dispatcherBus, announcement(org.orgId));
+    await announce(dispatcherBus, announcement(org.orgId));
+    const limited = await eventually(async () => harness.logs.join(""), (logs) => logs.includes("the org's hourly alert limit is reached"));
+    expect(limited).toContain(org.orgId);
+    // An admitted disable stays admitted: its redelivery is handled as before (nobody mailed twice), not refused.
+    await announce(dispatcherBus, first, newId("evt"));
+    // Another org's disable is mailed: the limit is the org's, and once that email arrived the ones above were handled.
+    const other = await harness.seedOrg("pro");
+    const otherOwner = await member(other.orgId, "owner", true);
+    await announce(dispatcherBus, announcement(other.orgId));
+    expect(await mailedOnce(otherOwner)).toEqual([1]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(mailbox.emailsTo(owner)).toHaveLength(2);
+
+    // An hour later the org has its places again.
+    await sql`update alert_events set admitted_at = admitted_at - ${60 * 60 * 1000} where org_id = ${org.orgId}`.execute(harness.store.db);
+    await announce(dispatcherBus, announcement(org.orgId));
+    expect(await eventually(async () => mailbox.emailsTo(owner).length, (count) => count >= 3)).toBe(3);
+  });
+
   describe("when the mail server refuses", () => {
     // A consumer of its own (its own namespace, a short retry) beside the service's: the wait between tries is a minute.
     let bus: Bus;
@@ -104,7 +130,7 @@ describe("emails about endpoints the dispatcher disabled", () => {
     beforeAll(async () => {
       bus = await Bus.connect({ url: testInfra().natsUrl, name: "test-alerts", namespace: testNamespace("endpointalertsretry") });
       await bus.ensureStreams([STREAMS.webhookEvents]);
-      alerts = await startEndpointAlerts({ bus, db: harness.store.db, mailer: smtpMailer({ SMTP_URL: mailbox.url, PUBLIC_URL }), publicUrl: PUBLIC_URL, retryDelayMs: 200 });
+      alerts = await startEndpointAlerts({ bus, db: harness.store.db, mailer: smtpMailer({ SMTP_URL: mailbox.url, PUBLIC_URL }), publicUrl: PUBLIC_URL, retryDelayMs: 200, perOrgPerHour: 5 });
     });
     afterAll(async () => {
       mailbox.refuse(false);

@@ -75,6 +75,18 @@ describe("auth retention sweep (SECURITY-AUDIT finding 21)", () => {
     expect((await database.db.selectFrom("alert_emails").select("event_id").execute()).map((row) => row.event_id)).toEqual(["evt_young"]);
   });
 
+  it("deletes the disables admitted to be mailed as long after as the emails' records", async () => {
+    await database.db
+      .insertInto("alert_events")
+      .values([
+        { event_id: "evt_old", org_id: "org_1", admitted_at: NOW - 30 * DAY - 1 },
+        { event_id: "evt_young", org_id: "org_1", admitted_at: NOW - 29 * DAY },
+      ])
+      .execute();
+    expect(await stepNamed("alert_events").prune(NOW, () => false)).toBe(1);
+    expect((await database.db.selectFrom("alert_events").select("event_id").execute()).map((row) => row.event_id)).toEqual(["evt_young"]);
+  });
+
   it("refuses a retention shorter than JetStream could deliver a job event again (8 days at least)", () => {
     expect(() => parseConfig(authConfigSchema, { MODE: "test", EMAIL_VERIFICATION: "off", SETTLED_JOB_RETENTION_DAYS: "7" })).toThrow();
   });

@@ -15,7 +15,7 @@ export interface AuthRetention {
 
 /**
  * What the auth service prunes (SECURITY-AUDIT finding 21): `settled_jobs` markers past their retention, and records
- * of alert emails past {@link ALERT_EMAIL_RETENTION_MS}.
+ * of alert emails and of the disables admitted to be mailed past {@link ALERT_EMAIL_RETENTION_MS}.
  *
  * A marker makes settlement idempotent (a job event delivered twice settles once) and refuses a reservation that
  * arrives after its job ended. Both come from messages about a job that can only arrive for a short while after it
@@ -35,6 +35,11 @@ export function authRetentionSteps(db: Kysely<AuthTables>, retention: AuthRetent
     {
       name: "alert_emails",
       prune: (now, stopping) => deleteInBatches(db, "alert_emails", sql<boolean>`sent_at < ${now - ALERT_EMAIL_RETENTION_MS}`, { stopping }),
+    },
+    {
+      // Kept as long as the emails' records: a disable redelivered later is still known as admitted.
+      name: "alert_events",
+      prune: (now, stopping) => deleteInBatches(db, "alert_events", sql<boolean>`admitted_at < ${now - ALERT_EMAIL_RETENTION_MS}`, { stopping }),
     },
   ];
 }
