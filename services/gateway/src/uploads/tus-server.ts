@@ -63,19 +63,20 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
     return request.auth;
   };
   /**
-   * A creation that failed after its reservation (the store refused the new upload, its lock timed out) gives the
-   * bytes back, unless the upload exists after all (a step after the store's failed, e.g. counting its final size: it
-   * is there and counts). When the store cannot tell, the reservation stays until the upload would have expired.
+   * A creation answered with an error after its reservation leaves nothing behind: the client has no Location for the
+   * upload and will create another. It gives the bytes back, and removes the upload when one exists after all (a step
+   * after the store's failed, e.g. counting its final size). When the store cannot be read or cleaned, the reservation
+   * stays until the upload would have expired, and the sweep removes what is left.
    */
-  const releaseFailedCreation = async (): Promise<void> => {
+  const discardFailedCreation = async (): Promise<void> => {
     const request = requests.getStore();
     const id = request?.reserved;
     if (!request || !id) return;
     try {
-      if (await deps.uploads.describe(id)) return;
+      if (await deps.uploads.describe(id)) await deps.uploads.dataStore.remove(id);
       await deps.uploadQuota.release(request.auth.orgId, id);
     } catch (error) {
-      deps.logger.warn({ err: error, uploadId: id }, "upload quota not released after a failed creation");
+      deps.logger.warn({ err: error, uploadId: id }, "failed upload creation not cleaned up: kept until it expires");
     }
   };
   const publicUrl = deps.config.PUBLIC_URL.replace(/\/$/, "");
@@ -111,7 +112,7 @@ export function createTusServer(deps: Pick<GatewayDeps, "uploads" | "uploadQuota
       if (!upload || upload.orgId !== callerOf().orgId) throw { status_code: 404, body: "The file for this url was not found\n" };
     },
     onResponseError: async (_request, error) => {
-      await releaseFailedCreation();
+      await discardFailedCreation();
       const status = "status_code" in error && typeof error.status_code === "number" ? error.status_code : 500;
       if (status >= 500) deps.logger.error({ err: error }, "upload request failed");
       const message = "body" in error && typeof error.body === "string" ? error.body.trim() : "Upload request failed";

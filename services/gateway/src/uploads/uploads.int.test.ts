@@ -258,7 +258,7 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     expect((await jsonOf(badCursor)).error).toEqual({ code: "VALIDATION_ERROR", message: "cursor: is invalid" });
   });
 
-  it("gives a reservation back when the store fails to create the upload, and keeps one when a step after the store's fails", async () => {
+  it("leaves nothing of a creation answered 500: the reservation given back, an upload stored before a later step failed removed", async () => {
     const { callers, call, create } = await startGateway({ alice: "free" }, {}, quotaEnv());
     const dataStore = gateway!.deps.uploads.dataStore;
     const create_ = dataStore.create.bind(dataStore);
@@ -272,7 +272,7 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     expect((await jsonOf(failed)).error.code).toBe("INTERNAL_ERROR");
 
     // A creation that fails after the upload exists (its body stored, the final size not counted: Redis went away)
-    // keeps its reservation: the upload is there and counts.
+    // leaves nothing either: the client, which got no Location, creates another.
     const quota = gateway!.deps.uploadQuota;
     const settle = quota.settle.bind(quota);
     quota.settle = async () => {
@@ -281,9 +281,12 @@ describe("the upload quota: what an org keeps in the store at once", () => {
     };
     const stored = await call(callers.alice!, "POST", "/uploads", { "upload-length": "1000", "content-type": "application/offset+octet-stream" }, randomBytes(1000));
     expect(stored.status).toBe(500);
-    const kept = (await jsonOf(await call(callers.alice!, "GET", "/uploads"))).data;
-    expect(kept).toEqual([expect.objectContaining({ size: 1000, complete: true })]);
+    expect(stored.headers.get("location")).toBeNull();
+    expect((await jsonOf(await call(callers.alice!, "GET", "/uploads"))).data).toEqual([]);
+    expect(await readdir(gateway!.uploadDir)).toEqual([]);
 
+    // Both failures gave their bytes back: the quota (3,000 bytes here) takes three uploads of 1,000 again.
+    await create(callers.alice!, 1000);
     await create(callers.alice!, 1000);
     await create(callers.alice!, 1000);
     expect((await call(callers.alice!, "POST", "/uploads", { "upload-length": "1" })).status).toBe(403);
