@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { AuthTables } from "../database.js";
 
 /** The window of ENDPOINT_ALERTS_PER_ORG_PER_HOUR. */
-export const ALERT_WINDOW_MS = 60 * 60 * 1000;
+const ALERT_WINDOW_MS = 60 * 60 * 1000;
 
 /**
  * Whether the disable `eventId` of `orgId` may be mailed: at most `perHour` of an org's disables are, in any hour.
