@@ -21,6 +21,7 @@ import { registerMcpRoutes } from "./mcp/mcp.routes.js";
 import { registerJobWaits } from "./jobs-wait/job-waits.js";
 import { registerDashboard } from "./dashboard/dashboard.routes.js";
 import { registerUploadProtocol } from "./uploads/uploads.protocol.js";
+import { registerBodyDeadlines } from "./http/body-deadlines.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -57,6 +58,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // a raw request line smuggle another host past routing (SECURITY-AUDIT finding 1).
     if (!isOriginForm(request.raw.url)) throw new AppError("VALIDATION_ERROR", "Request target must be a path starting with /");
   });
+  registerBodyDeadlines(app, { bodyMs: deps.config.REQUEST_BODY_TIMEOUT_MS, uploadMs: deps.config.UPLOAD_REQUEST_TIMEOUT_MS }, deps.logger);
   app.addHook("onResponse", async (request, reply) => {
     deps.logger.info(
       { requestId: request.id, method: request.method, route: request.routeOptions.url ?? pathOf(request.url), status: reply.statusCode, orgId: request.auth?.orgId, ms: Math.round(reply.elapsedTime) },

@@ -38,6 +38,17 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
     .default("")
     .transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part.length > 0))
     .pipe(z.array(env.url(["http", "https"]))),
+  /**
+   * How long a request's body may take to arrive in full when it is read into memory (JSON bodies, the inline
+   * upload: at most 1-1.4 MB, so 60 s allows about 25 KB/s); past it the request is answered 400 and its connection
+   * closed (http/body-deadlines.ts).
+   */
+  REQUEST_BODY_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(60_000),
+  /**
+   * The same for a tus request's body (streamed to the upload store): past it the request is cut like a lost
+   * connection, the store keeps what arrived and the client resumes with a new PATCH (docs/uploads.md).
+   */
+  UPLOAD_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(600_000),
   /** How long the `/auth/*` proxy waits for the auth service's whole answer; past it the client gets 503. */
   AUTH_PROXY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /**

@@ -108,6 +108,27 @@ describe("/uploads (tus 1.0)", () => {
     expect((await storedBytes(id)).equals(body)).toBe(true);
   });
 
+  it("cuts a PATCH whose body has not arrived by UPLOAD_REQUEST_TIMEOUT_MS like a lost connection: what arrived is kept and the client resumes", async () => {
+    const { port, callers, call, create } = await startGateway({ alice: "pro" }, {}, { UPLOAD_REQUEST_TIMEOUT_MS: "1000" });
+    const body = randomBytes(256 * 1024);
+    const { id } = await create(callers.alice!, body.length);
+    const socket = net.connect(port, "127.0.0.1");
+    socket.on("error", () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    socket.write(
+      `PATCH /uploads/${id} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${callers.alice!.key}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\n` +
+        `Content-Type: application/offset+octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    // Half the body, then nothing: the client neither finishes nor leaves.
+    socket.write(body.subarray(0, body.length / 2));
+    await closed;
+    await expect.poll(() => offsetOf(call, callers.alice!, id), { timeout: 10_000 }).toBe(body.length / 2);
+    const rest = await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": String(body.length / 2), "content-type": "application/offset+octet-stream" }, body.subarray(body.length / 2));
+    expect(rest.status).toBe(204);
+    expect((await storedBytes(id)).equals(body)).toBe(true);
+  });
+
   it("answers 409 CONFLICT to a PATCH at the wrong offset", async () => {
     const { callers, call, create } = await startGateway({ alice: "free" });
     const { id } = await create(callers.alice!, 10);

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from "fastify";
+import type { IncomingMessage } from "node:http";
+import { AppError } from "@renderbus/errors";
+import type { Logger } from "@renderbus/telemetry";
+import { sendError } from "./errors.js";
+import { UPLOADS_PATH } from "../uploads/tus-server.js";
+
+export interface BodyDeadlines {
+  /** REQUEST_BODY_TIMEOUT_MS: a body read into memory (JSON, the inline upload) must have arrived by then. */
+  bodyMs: number;
+  /** UPLOAD_REQUEST_TIMEOUT_MS: a tus request's body (streamed to the store) must have arrived by then. */
+  uploadMs: number;
+}
+
+// The tus routes' bodies go to the upload store as they arrive (uploads.protocol.ts); every other body is buffered.
+const TUS_ROUTES = new Set([UPLOADS_PATH, `${UPLOADS_PATH}/:uploadId`]);
+
+/**
+ * A request whose body has not fully arrived by its deadline is ended (SPEC section 10: no single request can make
+ * a replica unresponsive). Node's own request timeout is off under fastify, so without this a client could send all
+ * but the last byte of a 1 MB body, unauthenticated (bodies are read before the handler authenticates), and hold the
+ * buffered megabyte and the socket forever: a few hundred such connections exhaust the replica's memory.
+ * A buffered body is answered 400 naming the deadline, then its connection closed (the rest is not coming); a tus
+ * body is cut like a lost connection: the store keeps what arrived and the client resumes from that offset with a
+ * new PATCH, as tus clients do.
+ */
+export function registerBodyDeadlines(app: FastifyInstance, deadlines: BodyDeadlines, logger: Logger): void {
+  app.addHook("onRequest", (request, reply, done) => {
+    const raw = request.raw;
+    if (!carriesBody(raw) || raw.complete) return done();
+    const tus = TUS_ROUTES.has(request.routeOptions.url ?? "");
+    const ms = tus ? deadlines.uploadMs : deadlines.bodyMs;
+    const timer = setTimeout(() => {
+      if (raw.complete || raw.destroyed) return;
+      logger.info({ requestId: request.id, method: request.method, path: request.routeOptions.url, ms }, "request body not received by its deadline; connection closed");
+      if (tus || reply.sent) return void raw.socket.destroy();
+      // The answer first, then the connection: the client reads why before its socket closes.
+      reply.raw.once("finish", () => raw.socket.destroy());
+      sendError(bodyTimeout(ms), request, reply, logger);
+    }, ms);
+    timer.unref();
+    const clear = () => clearTimeout(timer);
+    raw.once("end", clear);
+    raw.once("close", clear);
+    done();
+  });
+}
+
+function bodyTimeout(ms: number): AppError {
+  return new AppError("VALIDATION_ERROR", `body: not received in full within ${Math.round(ms / 1000)} s`);
+}
+
+function carriesBody(raw: IncomingMessage): boolean {
+  if (raw.headers["transfer-encoding"] !== undefined) return true;
+  const length = raw.headers["content-length"];
+  return length !== undefined && length !== "0";
+}
