@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ANY_NAMESPACE, NATS_USERS, natsPermissions, type NatsUser } from "./nats-permissions.js";
-import { STREAMS } from "./streams.js";
+import { DISPATCH_DURABLE, STREAMS } from "./streams.js";
 
 /** NATS subject matching: `*` is one token, `>` the rest. */
 function matches(pattern: string, subject: string): boolean {
@@ -37,6 +37,16 @@ describe("the NATS permission matrix", () => {
     expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans")).toBe(false);
     expect(mayPublish("jobs", "$JS.API.CONSUMER.CREATE.AUTH_EVENTS.jobs-org-plans.auth.events.>")).toBe(false);
     expect(mayPublish("jobs", "$JS.API.CONSUMER.DURABLE.CREATE.AUTH_EVENTS.jobs-org-plans")).toBe(false);
+  });
+
+  it("lets the jobs service read the info of the workers' dispatch durable, and take nothing from it", () => {
+    expect(mayPublish("jobs", `$JS.API.CONSUMER.INFO.JOBS_DISPATCH.${DISPATCH_DURABLE}`)).toBe(true);
+    expect(mayPublish("jobs", "$JS.API.CONSUMER.INFO.JOBS_DISPATCH.other")).toBe(false);
+    expect(mayPublish("jobs", `$JS.API.CONSUMER.MSG.NEXT.JOBS_DISPATCH.${DISPATCH_DURABLE}`)).toBe(false);
+    expect(mayPublish("jobs", `$JS.API.CONSUMER.CREATE.JOBS_DISPATCH.${DISPATCH_DURABLE}.jobs.dispatch.>`)).toBe(false);
+    expect(mayPublish("jobs", `$JS.API.CONSUMER.DELETE.JOBS_DISPATCH.${DISPATCH_DURABLE}`)).toBe(false);
+    expect(mayPublish("jobs", "$JS.ACK.JOBS_DISPATCH.workers.1.1.1.1.1")).toBe(false);
+    expect(mayPublish("jobs", `$JS.API.CONSUMER.INFO.t_files1_JOBS_DISPATCH.${DISPATCH_DURABLE}`, ANY_NAMESPACE)).toBe(true);
   });
 
   it("matches docs/events.md: who may publish and who may read each subject", () => {

@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { STREAMS, type StreamSpec } from "./streams.js";
+import { DISPATCH_DURABLE, STREAMS, type StreamSpec } from "./streams.js";
 
 /**
  * Who may publish and subscribe what on NATS: one user per service, each allowed only the subjects it owns or
@@ -30,6 +30,11 @@ export interface NatsGrant {
   readsAndPurges?: StreamSpec[];
   /** Streams whose stored messages it reads by subject (the jobs service: is a job's dispatch still queued?). */
   readsMessages?: StreamSpec[];
+  /**
+   * Another user's durables whose consumer info it reads, and nothing else of them (the jobs service: how far the
+   * workers' durable has delivered the dispatch stream).
+   */
+  readsConsumerInfo?: { stream: StreamSpec; durable: string }[];
   /** Subjects it publishes, to JetStream (outbox relay, crash ledger) or as core NATS notifications. */
   publishes: string[];
   /** Core NATS subscriptions (revocations, SSE fan-out, cancel signals). */
@@ -50,7 +55,8 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
     publishes: ["auth.events.>"],
     listens: [],
   },
-  // Outbox of job events and dispatches; keeps each job's delivery log and each org's current plan.
+  // Outbox of job events and dispatches; keeps each job's delivery log and each org's current plan; tells a dispatch
+  // queued for a free worker from one delivered or gone (its dispatched timeout).
   jobs: {
     declares: [STREAMS.jobEvents, STREAMS.jobDispatch, STREAMS.webhookEvents, STREAMS.authEvents],
     consumes: [],
@@ -59,6 +65,7 @@ export const NATS_GRANTS: Record<NatsUser, NatsGrant> = {
       { stream: STREAMS.authEvents, subjects: ["auth.events.org.updated"] },
     ],
     readsMessages: [STREAMS.jobDispatch],
+    readsConsumerInfo: [{ stream: STREAMS.jobDispatch, durable: DISPATCH_DURABLE }],
     publishes: ["jobs.events.>", "jobs.dispatch.>"],
     listens: [],
   },
@@ -170,6 +177,7 @@ export function natsPermissions(user: NatsUser, namespaces: NatsNamespaces = PRO
       publish.add(`$JS.API.DIRECT.GET.${stream(spec)}`);
     }
     for (const spec of grant.readsAndPurges ?? []) publish.add(`$JS.API.STREAM.PURGE.${stream(spec)}`);
+    for (const { stream: spec, durable } of grant.readsConsumerInfo ?? []) publish.add(`$JS.API.CONSUMER.INFO.${stream(spec)}.${durable}`);
     for (const logical of grant.publishes) publish.add(subject(logical));
     for (const logical of grant.listens) subscribe.add(subject(logical));
   }

@@ -15,7 +15,8 @@ const DAY = 24 * 60 * 60 * 1000;
 /**
  * Every stream of the system. Subjects are the event contract documented in docs/events.md:
  * - `jobs.events.<event>`: job lifecycle events from the jobs service's outbox (limits retention, 7 days).
- * - `jobs.dispatch.<type>.<jobId>`: work for provider workers (work-queue retention: a message is gone once acked).
+ * - `jobs.dispatch.<type>.<jobId>`: work for provider workers, pulled through their one shared durable
+ *   ({@link DISPATCH_DURABLE}); work-queue retention: a message is gone once acked.
  * - `auth.events.<event>`: key revocations and org changes, for gateway caches and the dispatcher.
  * - `webhooks.events.<event>`: delivery state changes and batch completions from the dispatcher.
  */
@@ -27,7 +28,9 @@ export const STREAMS = {
     retention: RetentionPolicy.Workqueue,
     duplicateWindowMs: 10 * 60 * 1000,
     // A dispatch out of deliveries (`DISPATCH_MAX_DELIVER`) is never acked and would stay in the work queue forever;
-    // its job was failed long before (DISPATCHED_TIMEOUT_MS), so a day bounds what dead dispatches keep.
+    // its job was failed long before (DISPATCHED_TIMEOUT_MS after the jobs service first saw it delivered), so a day
+    // bounds what dead dispatches keep. A dispatch still queued a day (no worker free all that time) ages out too: the
+    // jobs service then sends it again (DISPATCH_RESENDS), or fails its job DISPATCHED_TIMEOUT_MS after seeing it gone.
     maxAgeMs: DAY,
   },
   authEvents: { name: "AUTH_EVENTS", subjects: ["auth.events.>"], duplicateWindowMs: 2 * 60 * 1000, maxAgeMs: DAY },
@@ -38,10 +41,18 @@ export const STREAMS = {
  * `max_deliver` of the workers' dispatch durable: after this many deliveries JetStream hands a dispatch out no more,
  * so a poison message is not redelivered forever (SECURITY-AUDIT finding 16). The worker fails a job whose processing
  * keeps throwing before that (its MAX_ATTEMPTS); a dispatch that still runs out (naked while the jobs service was
- * unreachable, its worker killed on the last delivery) leaves its job to the jobs service's DISPATCHED_TIMEOUT_MS
- * watchdog, which fails it. Hand-backs at shutdown count too, hence the margin above the worker's 5 attempts.
+ * unreachable, its worker killed on the last delivery) leaves its job to the jobs service's watchdog, which fails it
+ * DISPATCHED_TIMEOUT_MS after first seeing its message delivered. Hand-backs at shutdown count too, hence the margin
+ * above the worker's 5 attempts.
  */
 export const DISPATCH_MAX_DELIVER = 10;
+
+/**
+ * The durable consumer of the dispatch stream that every worker replica shares (filter `jobs.dispatch.>`): each
+ * dispatch goes to exactly one worker. The jobs service reads its consumer info: a work message above its
+ * `delivered.stream_seq` is still queued for a free worker, which the dispatched timeout never fails.
+ */
+export const DISPATCH_DURABLE = "workers";
 
 /** Delay before dispatch delivery `deliveryCount` + 1 after a failure: 5 s doubling to 60 s (about 6 min over all). */
 export function dispatchRetryDelayMs(deliveryCount: number, baseMs = 5000): number {

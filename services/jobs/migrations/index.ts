@@ -130,4 +130,15 @@ export const migrations: Migrations = {
         )`.execute(db);
     },
   },
+  "2026-12-01-002-unqueued-dispatches": {
+    async up(db: Kysely<any>) {
+      // Dispatched jobs whose work message the watchdog saw out of the queue (delivered to a worker, or gone from the
+      // stream), and when it first did: the dispatched timeout counts from then (src/watchdog/dispatched-timeout.ts).
+      // A row goes once its job is no longer dispatched, or when its message is found queued again.
+      await sql`create table unqueued_dispatches (
+          job_id text primary key,
+          seen_at bigint not null
+        )`.execute(db);
+    },
+  },
 };

@@ -27,8 +27,9 @@ export const jobsConfigSchema = commonConfigSchema.extend({
   /** Extra time a worker gets past the plan's run time before the watchdog fails the job with PROVIDER_TIMEOUT. */
   JOBS_WATCHDOG_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   /**
-   * A job still `dispatched` (no worker started it) this long after its dispatch is failed with PROVIDER_ERROR by the
-   * watchdog: a dropped dispatch, or one that ran out of deliveries, frees its concurrency slot (default 10 min).
+   * A job still `dispatched` (no worker started it) this long after the watchdog first saw its work message out of the
+   * queue (delivered to a worker, or gone from the stream) is failed with PROVIDER_ERROR: a dropped dispatch, or one
+   * that ran out of deliveries, frees its concurrency slot (default 10 min). Time queued for a free worker never counts.
    */
   DISPATCHED_TIMEOUT_MS: z.coerce.number().int().positive().default(10 * 60 * 1000),
   /**

@@ -18,6 +18,7 @@ import { jobsRetentionSteps } from "./retention/prune.js";
 import { jobsRpc } from "./rpc/jobs.rpc.js";
 import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
 import { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
+import { dispatchQueueIn } from "./watchdog/dispatch-queue.js";
 import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
 import { dispatchHeldIn } from "./watchdog/resend-lost-dispatches.js";
 
@@ -79,6 +80,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS,
     graceMs: config.JOBS_WATCHDOG_GRACE_MS,
     dispatchedTimeoutMs: config.DISPATCHED_TIMEOUT_MS,
+    dispatchQueue: dispatchQueueIn(bus),
     resend: { afterMs: config.DISPATCH_RESEND_AFTER_MS, max: config.DISPATCH_RESENDS, dispatchHeld: dispatchHeldIn(bus) },
   });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);

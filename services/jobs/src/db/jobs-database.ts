@@ -74,6 +74,15 @@ export interface DispatchResendTable {
   last_at: number;
 }
 
+/**
+ * A row of `unqueued_dispatches`: when the watchdog first saw a dispatched job's work message out of the queue,
+ * delivered or gone (src/watchdog/dispatched-timeout.ts).
+ */
+export interface UnqueuedDispatchTable {
+  job_id: string;
+  seen_at: number;
+}
+
 /** An org's plan as last announced by the auth service (auth.events.org.updated). */
 export interface OrgPlanTable {
   org_id: string;
@@ -85,6 +94,7 @@ export interface JobsDatabase extends EventStoreTables {
   job_views: JobViewTable;
   org_plans: OrgPlanTable;
   dispatch_resends: DispatchResendTable;
+  unqueued_dispatches: UnqueuedDispatchTable;
   batch_views: BatchViewTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_deliveries: WebhookDeliveryTable;

@@ -18,6 +18,7 @@ export interface JobsRetention {
  * - `webhook_deliveries` (the job record's copy of the dispatcher's deliveries) once finished and past the
  *   dispatcher's retention, which has deleted the delivery itself by then. A pending one is kept whatever its age.
  * - `dispatch_resends` a day after their last resend: by then the dispatched timeout has ended the job.
+ * (`unqueued_dispatches` rows are deleted by the watchdog's pass once their job is no longer dispatched.)
  *
  * Never pruned: `events` (the event store is the source of truth of every job and batch), `job_views` and
  * `batch_views` (jobs stay listable), and `outbox`, whose rows the relay deletes once JetStream has them; a row

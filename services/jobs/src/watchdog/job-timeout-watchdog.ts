@@ -2,6 +2,8 @@ import { sql } from "kysely";
 import { AppError } from "@renderbus/errors";
 import type { JobsDeps } from "../deps.js";
 import { failJob } from "../job/job-commands.js";
+import type { DispatchQueue } from "./dispatch-queue.js";
+import { dispatchesPastTimeout } from "./dispatched-timeout.js";
 import { resendLostDispatches, type ResendLostDispatchesOptions } from "./resend-lost-dispatches.js";
 
 export interface JobTimeoutWatchdog {
@@ -10,9 +12,12 @@ export interface JobTimeoutWatchdog {
   stop(): Promise<void>;
 }
 
-/** The error of a job no worker started within `dispatchedTimeoutMs` of its dispatch. */
+/**
+ * The error of a job no worker started within `dispatchedTimeoutMs` of its work message leaving the queue (handed to a
+ * worker, or gone from the stream). Time spent queued, waiting for a free worker, does not count.
+ */
 export function notStartedMessage(dispatchedTimeoutMs: number): string {
-  return `No worker started the job within ${Math.round(dispatchedTimeoutMs / 1000)} s of its dispatch (its dispatch was dropped or failed on every delivery)`;
+  return `No worker started the job within ${Math.round(dispatchedTimeoutMs / 1000)} s of its dispatch leaving the queue (the dispatch was dropped or failed on every delivery)`;
 }
 
 export interface JobTimeoutWatchdogOptions {
@@ -20,12 +25,18 @@ export interface JobTimeoutWatchdogOptions {
   /** Extra time past the plan's run time before a running job is failed. */
   graceMs: number;
   /**
-   * How long a job may stay `dispatched` (sent to the workers, not started). Past it the job fails with
+   * How long a `dispatched` job (sent to the workers, not started) may go unstarted once its work message has left
+   * the queue: delivered (a worker holds it before starting the job, it waits for a redelivery, or it ran out of
+   * deliveries) or gone from the stream, counted from the first pass that saw it so. Past it the job fails with
    * PROVIDER_ERROR: a dispatch that was dropped (malformed, termed) or ran out of deliveries (`max_deliver`) would
    * otherwise hold its org's concurrency slot forever. It is failed, not dispatched again: a dispatch that failed
    * every delivery would most likely fail again, and a failure is visible to the user where a retry loop is not.
+   * A message still queued (never delivered: every worker is busy) is never timed, however long it waits; one queued
+   * a day ages out of the stream (its max age), and is then timed as gone.
    */
   dispatchedTimeoutMs: number;
+  /** Tells a queued work message from one that was delivered or is gone. */
+  dispatchQueue: DispatchQueue;
   /** Before that, a dispatch that left the stream without a start is sent again (resend-lost-dispatches.ts). */
   resend?: ResendLostDispatchesOptions;
 }
@@ -33,9 +44,10 @@ export interface JobTimeoutWatchdogOptions {
 /**
  * Safety net behind the workers, so no job stays unfinished forever (SECURITY-AUDIT finding 16): a job still running
  * `graceMs` after its plan's max run time (a worker that died mid-job) fails with PROVIDER_TIMEOUT, and a job still
- * dispatched `dispatchedTimeoutMs` after its dispatch fails with PROVIDER_ERROR. Both free the job's concurrency slot.
+ * dispatched `dispatchedTimeoutMs` after its work message left the queue (dispatched-timeout.ts) fails with
+ * PROVIDER_ERROR. Both free the job's concurrency slot.
  */
-export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs, resend }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
+export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs, dispatchQueue, resend }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
   let current: Promise<number> = Promise.resolve(0);
   const failUnlessEnded = async (jobId: string, error: { code: string; message: string }): Promise<number> => {
     try {
@@ -61,16 +73,9 @@ export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, d
       failed += await failUnlessEnded(job.id, { code: "PROVIDER_TIMEOUT", message: `The job exceeded the plan's run time limit of ${job.limits.maxRunSeconds} s` });
     }
     if (resend) await resendLostDispatches(deps.db, deps.logger, resend, now);
-    const neverStarted = await deps.db
-      .selectFrom("job_views")
-      .select(["id"])
-      .where("status", "=", "dispatched")
-      .where("dispatched_at", "<", now - dispatchedTimeoutMs)
-      .limit(100)
-      .execute();
-    for (const job of neverStarted) {
-      deps.logger.warn({ jobId: job.id, dispatchedTimeoutMs }, "job dispatched but never started; failing it");
-      failed += await failUnlessEnded(job.id, { code: "PROVIDER_ERROR", message: notStartedMessage(dispatchedTimeoutMs) });
+    for (const jobId of await dispatchesPastTimeout(deps.db, dispatchQueue, dispatchedTimeoutMs, now)) {
+      deps.logger.warn({ jobId, dispatchedTimeoutMs }, "job's dispatch left the queue but no worker started it; failing it");
+      failed += await failUnlessEnded(jobId, { code: "PROVIDER_ERROR", message: notStartedMessage(dispatchedTimeoutMs) });
     }
     return failed;
   };

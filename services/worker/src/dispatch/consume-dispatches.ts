@@ -1,4 +1,4 @@
-import { DISPATCH_MAX_DELIVER, dispatchRetryDelayMs, flattenHeaders, nanos, STREAMS, type Bus } from "@renderbus/bus";
+import { DISPATCH_DURABLE, DISPATCH_MAX_DELIVER, dispatchRetryDelayMs, flattenHeaders, nanos, STREAMS, type Bus } from "@renderbus/bus";
 import type { jobEvents } from "@renderbus/contracts";
 import { contextFromTraceHeaders, tracer, type Logger } from "@renderbus/telemetry";
 
@@ -10,7 +10,7 @@ type JsMsg = NonNullable<Awaited<ReturnType<PullConsumer["next"]>>>;
 const SPAN_KIND_CONSUMER = 4;
 
 /** The durable consumer every worker replica shares: each dispatch goes to exactly one of them. */
-export const WORKERS_DURABLE = "workers";
+export const WORKERS_DURABLE = DISPATCH_DURABLE;
 
 export interface ConsumeDispatchesOptions {
   bus: Bus;
