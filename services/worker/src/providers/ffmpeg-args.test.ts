@@ -53,10 +53,18 @@ describe("transcode arguments", () => {
 describe("thumbnail arguments", () => {
   it("seeks before the input and writes one frame", () => {
     const args = buildThumbnailArgs(params<ThumbnailParams>("thumbnail", { timestamp: 12.5, height: 240, format: "webp" }), "in", "out.webp");
-    expect(args.slice(0, 4)).toEqual(["-ss", "12.5", "-i", "in"]);
+    expect(args.slice(0, 4)).toEqual(["-ss", "12.500", "-i", "in"]);
     expect(valueAfter(args, "-frames:v")).toBe("1");
     expect(valueAfter(args, "-vf")).toBe("scale=-2:240");
     expect(valueAfter(args, "-c:v")).toBe("libwebp");
+  });
+
+  it("writes the timestamp as a plain decimal, which ffmpeg's -ss accepts (String(1e-7) is \"1e-7\", which it refuses)", () => {
+    const seek = (timestamp: number) => valueAfter(buildThumbnailArgs(params<ThumbnailParams>("thumbnail", { timestamp }), "in", "out.jpg"), "-ss");
+    expect(seek(1e-7)).toBe("0.000");
+    expect(seek(0.0005)).toBe("0.001");
+    expect(seek(12.5)).toBe("12.500");
+    expect(seek(3600)).toBe("3600.000");
   });
 });
 
@@ -92,7 +100,7 @@ describe("watermark arguments", () => {
     const graph = valueAfter(args, "-filter_complex")!;
     expect(graph).toContain("[1:v]scale=160:-1,format=rgba,colorchannelmixer=aa=0.5[mark]");
     expect(graph).toContain("overlay=x=16:y=main_h-overlay_h-16");
-    expect(graph).toContain("drawtext=textfile='/tmp/job/watermark.txt':font=Sans:fontsize=90");
+    expect(graph).toContain("drawtext=textfile='/tmp/job/watermark.txt':expansion=none:font=Sans:fontsize=90");
     expect(args.filter((arg) => arg === "-i")).toHaveLength(2);
   });
 
@@ -100,6 +108,11 @@ describe("watermark arguments", () => {
     const args = buildWatermarkArgs(params<WatermarkAddParams>("watermark.add", { text: "hi" }), { source: "in", textFile: "t.txt", videoWidth: 640, videoHeight: 360 }, "out.mp4");
     expect(args.filter((arg) => arg === "-i")).toHaveLength(1);
     expect(valueAfter(args, "-filter_complex")).not.toContain("overlay");
+  });
+
+  it("draws the text as written: drawtext's %{...} expansion is off, so `50% off` or `%{e:...}` is never evaluated", () => {
+    const args = buildWatermarkArgs(params<WatermarkAddParams>("watermark.add", { text: "50% off %{pts}" }), { source: "in", textFile: "t.txt", videoWidth: 640, videoHeight: 360 }, "out.mp4");
+    expect(valueAfter(args, "-filter_complex")).toMatch(/drawtext=textfile='t\.txt':expansion=none:/);
   });
 });
 

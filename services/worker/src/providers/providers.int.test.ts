@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobTypeName } from "@renderbus/job-types";
 import { createInputAgent } from "../fetch-input/guarded-agent.js";
@@ -36,6 +38,21 @@ async function run(type: JobTypeName, params: Record<string, unknown>, files: Re
   const { inputs, probes } = await downloadInputs({ urls, workDir, maxBytes: 50 * 1024 * 1024, timeoutMs: 10_000, agent, signal });
   const output = await runProvider(type, { params, inputs, probes, workDir, timeoutMs: 60_000, signal });
   return output;
+}
+
+/** One frame of a video at `seconds`, cropped (`crop=w:h:x:y`) and as 8-bit gray pixels. */
+async function grayPixels(file: string, seconds: number, crop: string): Promise<Buffer> {
+  const args = ["-v", "error", "-ss", seconds.toFixed(3), "-i", file, "-frames:v", "1", "-vf", `${crop},format=gray`, "-f", "rawvideo", "-"];
+  const { stdout } = await promisify(execFile)("ffmpeg", args, { encoding: "buffer", maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+/** The mean absolute difference of two same-sized gray images, 0 (identical) to 255. */
+function meanDifference(a: Buffer, b: Buffer): number {
+  expect(a.length).toBe(b.length);
+  let total = 0;
+  for (let index = 0; index < a.length; index += 1) total += Math.abs(a[index]! - b[index]!);
+  return total / a.length;
 }
 
 async function failureOf(promise: Promise<unknown>): Promise<JobFailure> {
@@ -154,6 +171,19 @@ describe("providers (real ffmpeg)", () => {
     const probe = await probeMedia(output.path);
     expect([probe.width, probe.height]).toEqual([640, 360]);
     expect(probe.durationMs).toBeGreaterThan(2800);
+  });
+
+  it("watermark.add draws a text with `%` and `%{...}` as written: the marked corner differs from the unmarked source", async () => {
+    // With drawtext's default expansion, "50% off" is a stray `%`: ffmpeg logs it and draws no text at all.
+    const output = await run("watermark.add", { text: "50% off %{pts}", position: "top-left", opacity: 1, scale: 0.1 }, { source: "video.mp4" });
+    const source = path.join(mediaDir, "video.mp4");
+    const textCorner = "crop=320:80:0:0";
+    const farCorner = "crop=200:80:440:280";
+    const marked = meanDifference(await grayPixels(output.path, 1, textCorner), await grayPixels(source, 1, textCorner));
+    // The control: where no text is drawn, re-encoding alone changes the pixels this little.
+    const untouched = meanDifference(await grayPixels(output.path, 1, farCorner), await grayPixels(source, 1, farCorner));
+    expect(untouched).toBeLessThan(4);
+    expect(marked).toBeGreaterThan(Math.max(12, untouched * 5));
   });
 
   it("caption.burn renders SRT and WebVTT subtitles into the video", async () => {

@@ -7,11 +7,14 @@ import { runFfmpeg } from "./run-ffmpeg.js";
 
 const CONTENT_TYPES: Record<ThumbnailParams["format"], string> = { jpg: "image/jpeg", png: "image/png", webp: "image/webp" };
 
-/** The ffmpeg arguments of a thumbnail (pure). Seeking before `-i` is fast and frame-accurate since ffmpeg 2.1. */
+/**
+ * The ffmpeg arguments of a thumbnail (pure). Seeking before `-i` is fast and frame-accurate since ffmpeg 2.1. The
+ * timestamp is a plain decimal to the millisecond: `String(1e-7)` is "1e-7", which `-ss` refuses.
+ */
 export function buildThumbnailArgs(params: ThumbnailParams, source: string, output: string): string[] {
   const scale = scaleFilter(params.width, params.height);
   const quality = params.format === "jpg" ? ["-q:v", "2"] : params.format === "webp" ? ["-c:v", "libwebp", "-quality", "85"] : [];
-  return ["-ss", String(params.timestamp), "-i", source, "-frames:v", "1", ...(scale ? ["-vf", scale] : []), ...quality, "-update", "1", output];
+  return ["-ss", params.timestamp.toFixed(3), "-i", source, "-frames:v", "1", ...(scale ? ["-vf", scale] : []), ...quality, "-update", "1", output];
 }
 
 /** `thumbnail`: one frame of the source as an image. */

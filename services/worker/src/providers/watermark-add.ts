@@ -27,7 +27,7 @@ export interface WatermarkSources {
 
 /**
  * The ffmpeg arguments of a watermark (pure). An image is scaled to `scale` x the video width; text is drawn
- * `scale` x the video height tall; both fade to `opacity`.
+ * `scale` x the video height tall (literally: `%` and `\` are not special); both fade to `opacity`.
  */
 export function buildWatermarkArgs(params: WatermarkAddParams, sources: WatermarkSources, output: string): string[] {
   const filters: string[] = [];
@@ -43,8 +43,10 @@ export function buildWatermarkArgs(params: WatermarkAddParams, sources: Watermar
     const fontSize = Math.max(8, Math.round(sources.videoHeight * params.scale));
     const { x, y } = anchorExpressions(params.position, params.padding, { frameW: "w", frameH: "h", markW: "text_w", markH: "text_h" });
     const textFile = filterGraphPath(sources.textFile);
+    // `expansion=none`: the text is drawn as written. drawtext's default expands `%{...}` (`%{e:while(1,1)}` spins a
+    // core per frame, `%{localtime}` reads the worker's clock) and draws nothing at all for a stray `%` (`50% off`).
     filters.push(
-      `${current}drawtext=textfile='${textFile}':font=Sans:fontsize=${fontSize}:fontcolor=white@${params.opacity}:borderw=2:bordercolor=black@${params.opacity}:x=${x}:y=${y}[texted]`,
+      `${current}drawtext=textfile='${textFile}':expansion=none:font=Sans:fontsize=${fontSize}:fontcolor=white@${params.opacity}:borderw=2:bordercolor=black@${params.opacity}:x=${x}:y=${y}[texted]`,
     );
     current = "[texted]";
   }
