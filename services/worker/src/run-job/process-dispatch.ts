@@ -1,5 +1,5 @@
 import type { JobProgressTiming } from "@renderbus/bus";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { auth, jobEvents, jobs } from "@renderbus/contracts";
@@ -12,6 +12,7 @@ import type { UploadStore } from "@renderbus/uploads";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobCancelledError, JobFailure, inputError, providerError } from "../job-failure.js";
 import { countVideoDurationMs } from "../media/count-duration.js";
+import { checkOutputFile } from "./check-output-file.js";
 import { downloadInputs } from "./download-inputs.js";
 import { estimateOutput } from "./estimate-output.js";
 import { measureOutput } from "./output-metadata.js";
@@ -148,8 +149,10 @@ export async function processDispatch(
         : undefined,
     });
     phaseEnded("provider");
+    // A regular file, not a symlink or FIFO the sandbox left (check-output-file.ts), before anything opens it.
+    const { size: outputSize } = await checkOutputFile(output.path);
     // Measured before it is stored: an output the reservation cannot be raised to cover is never published.
-    const metadata = await stat(output.path).then((file) => measureOutput(type, output, file.size)).catch(() => {
+    const metadata = await measureOutput(type, output, outputSize).catch(() => {
       throw providerError("the provider produced an unreadable output");
     });
     const cost = chargeFor({ output: outputKind, durationMs: metadata.durationMs, height: metadata.height }, reservation);
