@@ -3,9 +3,9 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import net from "node:net";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { auth } from "@renderbus/contracts";
-import { unauthorized } from "@renderbus/errors";
+import { unauthorized, validationError } from "@renderbus/errors";
 import { authContextOf, gatewayWithFakes, newApiKey, type FakeServices, type GatewayWithFakes } from "../http/gateway-with-fakes.test-support.js";
 
 /**
@@ -361,6 +361,33 @@ describe("upload ids as job inputs", () => {
     // Named by a job, it is kept a week from now (UPLOAD_KEEP_AFTER_USE_HOURS), not 24 h from its creation.
     const kept = (await jsonOf(await call(callers.alice!, "GET", `/uploads/${id}`))).data;
     expect(kept.expiresAt).toBeGreaterThan(Date.now() + 167 * 3_600_000);
+  });
+
+  it("looks up only the uploads a job's type can take, each once: names the type does not have are left to the jobs service", async () => {
+    const { callers, call, create } = await startGateway({ alice: "pro" }, {
+      jobs: {
+        // What the jobs service answers to an input name the type does not have.
+        submitJob: async () => {
+          throw validationError("inputs.i0: is not an input of transcode");
+        },
+        submitBatch: async () => {
+          throw validationError("jobs[0].inputs.i0: is not an input of transcode");
+        },
+      },
+    });
+    const { id } = await create(callers.alice!, 4);
+    await call(callers.alice!, "PATCH", `/uploads/${id}`, { "upload-offset": "0", "content-type": "application/offset+octet-stream" }, "abcd");
+    const describe = vi.spyOn(gateway!.deps.uploads, "describe");
+    const many = Object.fromEntries(Array.from({ length: 2_000 }, (_, index) => [`i${index}`, id]));
+    const single = await call(callers.alice!, "POST", "/jobs", { "content-type": "application/json" }, JSON.stringify({ type: "transcode", inputs: { source: id, ...many } }));
+    expect((await jsonOf(single)).error).toEqual({ code: "VALIDATION_ERROR", message: "inputs.i0: is not an input of transcode" });
+    const batch = await call(callers.alice!, "POST", "/batches", { "content-type": "application/json" }, JSON.stringify({ jobs: Array.from({ length: 10 }, () => ({ type: "transcode", inputs: { source: id, ...many } })) }));
+    expect(batch.status).toBe(400);
+    const unknownType = await call(callers.alice!, "POST", "/jobs", { "content-type": "application/json" }, JSON.stringify({ type: "no.such.type", inputs: many }));
+    expect(unknownType.status).toBe(400);
+    // The single job's source and the batch's (ten jobs naming it), each checked and read again once kept: never
+    // once per name.
+    expect(describe).toHaveBeenCalledTimes(4);
   });
 
   it("refuses an expired upload naming the input, and keeps one a job named past its own retention until the sweep", async () => {
