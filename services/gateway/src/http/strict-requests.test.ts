@@ -93,6 +93,20 @@ describe("the JSON body parser", () => {
     await app.close();
   });
 
+  it("refuses a JSON-RPC batch on /mcp: one message per request, as each request is counted once", async () => {
+    const app = await inertGatewayApp();
+    const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
+    const response = await app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      payload: JSON.stringify([list(1), list(2)]),
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ error: { code: "VALIDATION_ERROR", message: "body: JSON-RPC batches are not accepted; send one message per request" } });
+    await app.close();
+  });
+
   /** The app with a route that answers the body it was given, to see what the parser hands on. */
   const echoApp = () => inertGatewayApp({}, { addRoutes: (app) => app.post("/test/echo", async (request) => ({ body: request.body ?? "absent" })) });
 

@@ -52,6 +52,11 @@ export function registerMcpRoutes(app: FastifyInstance, deps: GatewayDeps, route
 
   // upload_media carries a file of up to 1 MB as base64 in its arguments (uploads.routes.ts).
   app.post(MCP_PATH, { bodyLimit: INLINE_UPLOAD_BODY_LIMIT + 64 * 1024 }, async (request, reply) => {
+    // One JSON-RPC message per request (MCP 2025-06-18 dropped batches): the plan's request budget counts requests,
+    // and a batch of 100 `tools/list` would get 100 answers for one.
+    if (Array.isArray(request.body)) {
+      return sendError(new AppError("VALIDATION_ERROR", "body: JSON-RPC batches are not accepted; send one message per request"), request, reply, deps.logger);
+    }
     let auth: AuthContext;
     try {
       assertAllowedOrigin(request, deps);
