@@ -1,6 +1,5 @@
 import dns from "node:dns";
 import { createServer, type Server } from "node:http";
-import { syncBuiltinESMExports } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,7 +18,7 @@ const REBINDING_HOST = "rebind.renderbus.test";
 const PUBLIC_ADDRESS = "1.1.1.1";
 
 describe("SSRF guards against DNS rebinding", () => {
-  const originalLookup = dns.lookup;
+  const { resolve4, resolve6 } = dns.promises.Resolver.prototype;
   let answers = 0;
   let server: Server;
   let connections = 0;
@@ -30,22 +29,21 @@ describe("SSRF guards against DNS rebinding", () => {
     server.on("connection", () => (connections += 1));
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
     port = (server.address() as { port: number }).port;
-    const rebinding = ((hostname: string, options: unknown, callback: unknown) => {
-      const done = (typeof options === "function" ? options : callback) as (error: Error | null, address: unknown, family?: number) => void;
-      const all = typeof options === "object" && options !== null && (options as { all?: boolean }).all;
-      if (hostname !== REBINDING_HOST) return (originalLookup as (...args: unknown[]) => void)(hostname, options, callback);
+    // The guards resolve through c-ares (libs/address-guard): the rebinding name is answered there, A records only.
+    dns.promises.Resolver.prototype.resolve4 = async function (this: dns.promises.Resolver, hostname: string) {
+      if (hostname !== REBINDING_HOST) return Reflect.apply(resolve4, this, [hostname]) as Promise<string[]>;
       // Odd answers are public, even answers are loopback: a rebinding DNS server's pattern.
       answers += 1;
-      const address = answers % 2 === 1 ? PUBLIC_ADDRESS : "127.0.0.1";
-      process.nextTick(() => (all ? done(null, [{ address, family: 4 }]) : done(null, address, 4)));
-    }) as typeof dns.lookup;
-    dns.lookup = rebinding;
-    syncBuiltinESMExports();
+      return [answers % 2 === 1 ? PUBLIC_ADDRESS : "127.0.0.1"];
+    } as typeof resolve4;
+    dns.promises.Resolver.prototype.resolve6 = async function (this: dns.promises.Resolver, hostname: string) {
+      if (hostname !== REBINDING_HOST) return Reflect.apply(resolve6, this, [hostname]) as Promise<string[]>;
+      throw Object.assign(new Error(`queryAaaa ENODATA ${hostname}`), { code: "ENODATA" });
+    } as typeof resolve6;
   });
 
   afterAll(async () => {
-    dns.lookup = originalLookup;
-    syncBuiltinESMExports();
+    Object.assign(dns.promises.Resolver.prototype, { resolve4, resolve6 });
     await new Promise<void>((done) => server.close(() => done()));
   });
 

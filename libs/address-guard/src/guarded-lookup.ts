@@ -1,31 +1,61 @@
-import dns, { type LookupAddress } from "node:dns";
+import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import { BlockedAddressError } from "./blocked-address-error.js";
 import { isBlockedAddress, type AddressPolicy } from "./blocked-address.js";
+import { systemHostResolver, type HostResolver } from "./host-resolver.js";
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** The shape of `dns.lookup` that net/tls.connect and undici's connector take as their `lookup` option. */
-export type LookupFunction = (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => void;
+export type LookupFunction = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;
+
+/** The address family `dns.lookup` options ask for: 4, 6, or 0 for both. */
+function familyOf(options: LookupOptions): number {
+  const { family } = options;
+  if (family === 4 || family === "IPv4") return 4;
+  if (family === 6 || family === "IPv6") return 6;
+  return 0;
+}
+
+/**
+ * A `lookup` for the connect step, through `resolver` (the hosts file, then c-ares within a bounded time, never libuv's
+ * thread pool: see createHostResolver), that hands back every address when `all` is set and the first one
+ * otherwise. `check` may refuse the answer, which fails the connection with that error.
+ */
+function lookupThrough(resolver: HostResolver, check: (hostname: string, addresses: LookupAddress[]) => Error | undefined): LookupFunction {
+  return (hostname, options, callback) => {
+    resolver.resolve(hostname, familyOf(options)).then(
+      (addresses) => {
+        const refusal = check(hostname, addresses);
+        if (refusal) return callback(refusal as NodeJS.ErrnoException, []);
+        if (options.all) return callback(null, addresses);
+        callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, []),
+    );
+  };
+}
 
 /**
  * A `lookup` for the connect step that resolves every address of the host and refuses the connection when any of
  * them is blocked, so a name that resolves to a public and a private address cannot be raced. It runs on every
  * connection with the addresses the socket is about to use, so a DNS answer that changes between a check and the
  * connect (rebinding) cannot slip through.
+ * @param resolver the process's {@link systemHostResolver} unless a test points one at its own DNS server
  */
-export function createGuardedLookup(isBlocked: AddressPolicy = isBlockedAddress): LookupFunction {
-  return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, []);
-      const refused = addresses.find((entry) => isBlocked(entry.address));
-      if (refused) return callback(new BlockedAddressError(hostname, refused.address) as NodeJS.ErrnoException, []);
-      const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND" }), []);
-      if (options.all) return callback(null, addresses);
-      callback(null, first.address, first.family);
-    });
-  };
+export function createGuardedLookup(isBlocked: AddressPolicy = isBlockedAddress, resolver: HostResolver = systemHostResolver): LookupFunction {
+  return lookupThrough(resolver, (hostname, addresses) => {
+    const refused = addresses.find((entry) => isBlocked(entry.address));
+    return refused ? new BlockedAddressError(hostname, refused.address) : undefined;
+  });
+}
+
+/**
+ * The unguarded `lookup` for ALLOW_PRIVATE_ADDRESSES: the same resolver and timeout as {@link createGuardedLookup},
+ * without the address check. Node's default lookup (getaddrinfo) would bring back the thread-pool stall.
+ */
+export function createHostLookup(resolver: HostResolver = systemHostResolver): LookupFunction {
+  return lookupThrough(resolver, () => undefined);
 }
 
 /**
@@ -43,11 +73,11 @@ export function refuseBlockedLiteral(host: string, isBlocked: AddressPolicy = is
  * the connection itself was not guarded (ALLOW_PRIVATE_ADDRESSES), to decide whether what came back may be shown;
  * a failed lookup counts as not allowed.
  */
-export async function resolvesOnlyToAllowedAddresses(host: string, isBlocked: AddressPolicy = isBlockedAddress): Promise<boolean> {
+export async function resolvesOnlyToAllowedAddresses(host: string, isBlocked: AddressPolicy = isBlockedAddress, resolver: HostResolver = systemHostResolver): Promise<boolean> {
   const bare = host.replace(/^\[|\]$/g, "");
   if (isIP(bare) !== 0) return !isBlocked(bare);
   try {
-    const addresses = await dns.promises.lookup(bare, { all: true });
+    const addresses = await resolver.resolve(bare);
     return addresses.length > 0 && addresses.every((entry) => !isBlocked(entry.address));
   } catch {
     return false;

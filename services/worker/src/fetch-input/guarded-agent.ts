@@ -2,7 +2,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { createGuardedLookup, isBlockedAddress, refuseBlockedLiteral, type AddressPolicy } from "@renderbus/address-guard";
+import { createGuardedLookup, createHostLookup, isBlockedAddress, refuseBlockedLiteral, type AddressPolicy } from "@renderbus/address-guard";
 
 /** Raised when an input URL is, or resolves to, an address the SSRF guard refuses (the shared guard's error). */
 export type { AddressPolicy };
@@ -57,7 +57,7 @@ export const DEFAULT_INPUT_TIMEOUTS: InputTimeouts = { connectTimeoutMs: 10_000,
 export function createInputAgent(options: { allowPrivateAddresses: boolean; addressPolicy?: AddressPolicy } & Partial<InputTimeouts>): InputAgent {
   const { allowPrivateAddresses } = options;
   const forbids = options.addressPolicy ?? isBlockedAddress;
-  const agentOptions: http.AgentOptions = { keepAlive: false, ...(allowPrivateAddresses ? {} : { lookup: createGuardedLookup(forbids) as never }) };
+  const agentOptions: http.AgentOptions = { keepAlive: false, lookup: (allowPrivateAddresses ? createHostLookup() : createGuardedLookup(forbids)) as never };
   const httpAgent = allowPrivateAddresses ? new http.Agent(agentOptions) : refusingForbiddenLiterals(new http.Agent(agentOptions), forbids);
   const httpsAgent = allowPrivateAddresses ? new https.Agent(agentOptions) : refusingForbiddenLiterals(new https.Agent(agentOptions), forbids);
   return {
