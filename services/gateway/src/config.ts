@@ -135,6 +135,12 @@ export const gatewayConfigSchema = commonConfigSchema.extend({
   SSE_MAX_LIFETIME_MS: z.coerce.number().int().min(1_000).default(3_600_000),
   /** Open SSE streams (job events and webhook events together) per org across all replicas (Redis); 429 beyond. */
   SSE_MAX_STREAMS_PER_ORG: z.coerce.number().int().positive().default(20),
+  /**
+   * Requests of one org held open at once across replicas waiting for a job or batch to finish (`GET /jobs/{id}/wait`,
+   * MCP `wait_for_job` and `tasks/result`); one past it is answered at once with the job as it is, as when its
+   * timeout is up (jobs-wait/job-waits.ts).
+   */
+  HELD_WAITS_PER_ORG: z.coerce.number().int().positive().default(50),
   PLANS_JSON: z.string().optional(),
   /**
    * Test mode: check every response of a documented operation against its schema in /openapi.json (the route's

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from "fastify";
+import { randomUUID } from "node:crypto";
 import type { jobs } from "@renderbus/contracts";
 import { TERMINAL_JOB_STATUSES } from "@renderbus/job-types";
 import type { AuthContext } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
+import { OrgStreamSlots } from "../sse/org-stream-slots.js";
 
 const terminal: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 /** Whether a job's status (a string on the wire) is one it never leaves. */
@@ -16,7 +18,16 @@ export const RESYNC_MS = 5_000;
 /** Re-reads of one wait are at least this far apart, so a busy batch (an event per job) costs few reads. */
 const MIN_READ_GAP_MS = 250;
 
-type WaitDeps = Pick<GatewayDeps, "jobs" | "jobEvents" | "finishedJobs">;
+/** The longest any wait is held (MCP `tasks/result`); `GET /jobs/{id}/wait` holds at most 60 s. */
+export const MAX_HELD_WAIT_MS = 10 * 60_000;
+
+type WaitDeps = Pick<GatewayDeps, "jobs" | "jobEvents" | "finishedJobs"> & Partial<Pick<GatewayDeps, "redis" | "config">>;
+
+/** Leases of held waits per org (Redis, shared by replicas); a replica that dies frees its leases when they expire. */
+interface WaitSlots {
+  claim(orgId: string, waitId: string): Promise<boolean>;
+  release(orgId: string, waitId: string): Promise<void>;
+}
 
 /**
  * Waits for jobs and batches to finish, for `wait_for_job` (`GET /jobs/{id}/wait`) and MCP tasks: woken by the
@@ -26,9 +37,15 @@ type WaitDeps = Pick<GatewayDeps, "jobs" | "jobEvents" | "finishedJobs">;
 export class JobWaits {
   private readonly closing = new AbortController();
 
+  /**
+   * @param options.slots caps the waits each org holds at once (HELD_WAITS_PER_ORG): one past it is answered at once
+   * with the job or batch as it is, which the contract allows (a client calls again while it is not finished); a
+   * held wait costs a listener per job and a read every few seconds, and the request budget alone would let an org
+   * hold a thousand of them for 10 minutes each.
+   */
   constructor(
     private readonly deps: WaitDeps,
-    private readonly options: { resyncMs?: number } = {},
+    private readonly options: { resyncMs?: number; slots?: WaitSlots } = {},
   ) {}
 
   /** Aborted when the gateway starts closing. */
@@ -43,6 +60,7 @@ export class JobWaits {
   /** The job once terminal, or as it is when `timeoutMs` has passed, `signal` aborts (the client left) or the gateway closes. */
   waitForJob(auth: AuthContext, jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<jobs.Job> {
     return this.waitUntil(
+      auth.orgId,
       () => this.deps.finishedJobs.read(auth.orgId, jobId, () => this.deps.jobs.getJob({ jobId }, { auth })),
       (job) => isTerminalStatus(job.status),
       (wake) => this.deps.jobEvents.watch(jobId, wake),
@@ -54,6 +72,7 @@ export class JobWaits {
   /** The batch once every job of it is terminal (status completed), or as it is when the wait ends otherwise. */
   waitForBatch(auth: AuthContext, batchId: string, timeoutMs: number, signal?: AbortSignal): Promise<jobs.Batch> {
     return this.waitUntil(
+      auth.orgId,
       () => this.deps.jobs.getBatch({ batchId }, { auth }),
       (batch) => batch.status === "completed",
       (wake, first) => {
@@ -66,17 +85,39 @@ export class JobWaits {
   }
 
   private async waitUntil<T>(
+    orgId: string,
     read: () => Promise<T>,
     isDone: (value: T) => boolean,
     watch: (wake: () => void, first: T) => () => void,
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<T> {
-    let latest = await read();
+    const latest = await read();
     // Listened to one by one: AbortSignal.any() ties every wait to the long-lived closing signal until it aborts.
     const signals = signal ? [signal, this.closing.signal] : [this.closing.signal];
     const stopped = (): boolean => signals.some((each) => each.aborted);
     if (isDone(latest) || timeoutMs <= 0 || stopped()) return latest;
+    const waitId = randomUUID();
+    if (this.options.slots && !(await this.options.slots.claim(orgId, waitId))) return latest;
+    try {
+      return await this.held(read, isDone, watch, latest, timeoutMs, signals);
+    } finally {
+      // Not awaited: the answer does not wait on Redis (nor shutdown on a closed connection); a lost release runs out
+      // with its lease.
+      this.options.slots?.release(orgId, waitId).catch(() => undefined);
+    }
+  }
+
+  private async held<T>(
+    read: () => Promise<T>,
+    isDone: (value: T) => boolean,
+    watch: (wake: () => void, first: T) => () => void,
+    first: T,
+    timeoutMs: number,
+    signals: AbortSignal[],
+  ): Promise<T> {
+    let latest = first;
+    const stopped = (): boolean => signals.some((each) => each.aborted);
     const deadline = Date.now() + timeoutMs;
     let woken = false;
     let resume: (() => void) | undefined;
@@ -127,7 +168,10 @@ const registries = new WeakMap<object, JobWaits>();
 export function jobWaitsOf(deps: WaitDeps): JobWaits {
   let waits = registries.get(deps);
   if (!waits) {
-    waits = new JobWaits(deps);
+    const { redis, config } = deps;
+    // A lease outlives the longest wait, so only a replica that died leaves one behind, and not for long.
+    const slots = redis && config ? new OrgStreamSlots(redis, { maxPerOrg: config.HELD_WAITS_PER_ORG, leaseMs: MAX_HELD_WAIT_MS + 60_000, prefix: "rb:waits" }) : undefined;
+    waits = new JobWaits(deps, { slots });
     registries.set(deps, waits);
   }
   return waits;

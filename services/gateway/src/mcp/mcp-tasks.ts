@@ -13,7 +13,7 @@ import {
 import { AppError, toAppError } from "@renderbus/errors";
 import { planOf } from "@renderbus/plans";
 import { presentBatch, presentJob } from "../present/present.js";
-import { isTerminalStatus, jobWaitsOf } from "../jobs-wait/job-waits.js";
+import { isTerminalStatus, jobWaitsOf, MAX_HELD_WAIT_MS } from "../jobs-wait/job-waits.js";
 import { jobView } from "../routes/jobs.routes.js";
 import type { McpTool } from "./mcp-tools.js";
 import { countAgainstPlanLimit, logToolError, protocolErrorOf, runTool, toolResult, type ToolCallContext } from "./call-tool.js";
@@ -23,7 +23,7 @@ export const TASK_CAPABILITIES = { cancel: {}, requests: { tools: { call: {} } }
 /** The shortest poll interval suggested to clients (docs/mcp.md, "Tasks"). */
 export const MIN_TASK_POLL_INTERVAL_MS = 2_000;
 /** How long one tasks/result holds at most before answering RequestTimeout (the client asks again). */
-export const TASK_RESULT_MAX_WAIT_MS = 10 * 60_000;
+export const TASK_RESULT_MAX_WAIT_MS = MAX_HELD_WAIT_MS;
 
 type PresentedJob = ReturnType<typeof presentJob> & { progress?: { percent?: number | null; updatedAt?: number | null } | null };
 type PresentedBatch = ReturnType<typeof presentBatch>;
