@@ -29,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.close());
 
-function delivery(id: string, status: "pending" | "succeeded" | "failed", ageDays: number, extra: Partial<DispatcherTables["deliveries"]> = {}) {
+function delivery(id: string, status: "pending" | "succeeded" | "failed" | "skipped", ageDays: number, extra: Partial<DispatcherTables["deliveries"]> = {}) {
   const at = NOW - ageDays * DAY;
   return {
     id,
@@ -91,6 +91,18 @@ describe("webhook-dispatcher retention sweep (SECURITY-AUDIT finding 21)", () =>
       { delivery_id: "del_recent", attempt: 1 },
       { delivery_id: "del_retried", attempt: 1 },
     ]);
+  });
+
+  it("deletes a skipped delivery past DELIVERY_RETENTION_DAYS and keeps a younger one", async () => {
+    // Stored while its endpoint was disabled: no attempt, nothing owed, never due (the body holds signed result URLs).
+    const skipped = (id: string, ageDays: number) => delivery(id, "skipped", ageDays, { attempts: 0, chain_attempts: 0, last_attempt_at: null, last_response_status: null, first_attempt_at: null });
+    await db()
+      .insertInto("deliveries")
+      .values([skipped("del_old_skipped", 31), skipped("del_young_skipped", 29)] as never)
+      .execute();
+    expect((await sweep()).deliveries).toBe(1);
+    const left = await db().selectFrom("deliveries").select("id").where("status", "=", "skipped").execute();
+    expect(left.map((row) => row.id)).toEqual(["del_young_skipped"]);
   });
 
   it("deletes processed-event markers past 14 days and keeps younger ones", async () => {

@@ -6,7 +6,7 @@ import type { DispatcherTables } from "../database.js";
 export const PROGRESS_THROTTLE_RETENTION_MS = 60 * 60 * 1000;
 
 export interface DispatcherRetention {
-  /** Finished deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; docs/webhooks.md: kept 30 days). */
+  /** Finished (and skipped) deliveries and their attempt logs (DELIVERY_RETENTION_DAYS, 30; docs/webhooks.md: kept 30 days). */
   deliveryRetentionMs: number;
   /** `processed_events` markers and completed batches' bookkeeping (PROCESSED_EVENT_RETENTION_DAYS, 14). */
   processedEventRetentionMs: number;
@@ -14,8 +14,11 @@ export interface DispatcherRetention {
 
 /**
  * What the dispatcher prunes (SECURITY-AUDIT finding 21):
- * - `deliveries` that are finished (succeeded or failed, nothing owed, no lease), created and last attempted before
- *   the delivery retention; their `delivery_attempts` go with them (`on delete cascade`). A pending delivery stays.
+ * - `deliveries` that are finished (succeeded, failed, or skipped while their endpoint was disabled; nothing owed, no
+ *   lease), created and last attempted before the delivery retention; their `delivery_attempts` go with them
+ *   (`on delete cascade`). A pending delivery stays. A skipped one holds the event's full body (signed result URLs),
+ *   up to one per disabled endpoint per event, so it is not kept longer than the others: a recover window older than
+ *   the retention finds nothing.
  * - `processed_events` markers, and completed batches with their `batch_terminal_jobs`, past the processed-event
  *   retention. They only guard against a job event delivered twice, and JetStream cannot deliver an event again once
  *   JOBS_EVENTS has dropped it (max age 7 days), which the retention (at least 8 days) outlasts. A batch that has not
@@ -35,7 +38,7 @@ export function dispatcherRetentionSteps(db: Kysely<DispatcherTables>, retention
           db,
           "deliveries",
           sql<boolean>`created_at < ${before} and coalesce(last_attempt_at, 0) < ${before}
-            and status in ('succeeded', 'failed') and next_attempt_at is null and lease_until is null`,
+            and status in ('succeeded', 'failed', 'skipped') and next_attempt_at is null and lease_until is null`,
           { stopping },
         );
       },
