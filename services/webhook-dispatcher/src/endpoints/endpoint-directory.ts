@@ -19,6 +19,12 @@ export interface ResolvedEndpoint {
   retrySchedule: RetryScheduleName;
   /** The newest secret (the seed header's), then the previous one while its grace lasts. Empty: unsigned. */
   secrets: string[];
+  /**
+   * Why a sealed secret of the endpoint does not open here (its key's kid left SECRETS_ENCRYPTION_KEYS, a `v1:` value
+   * with SECRETS_ACCEPT_V1=false, a damaged value); never the secret. Its deliveries then fail at once, unsent
+   * (see delivery-sender.ts): an operator's fix, not a retry, makes them deliverable again.
+   */
+  secretProblem?: string;
 }
 
 /** Every endpoint of an org, the default one first when the org has a webhookUrl. */
@@ -65,17 +71,30 @@ export function secretsOf(row: EndpointRow, ownSecret: string | undefined, box: 
   return [...new Set([ownSecret, previous].filter((secret): secret is string => !!secret))];
 }
 
+/**
+ * The secrets of a row (see secretsOf), or the reason one does not open. A secret that does not open is not a passing
+ * fault: throwing here failed the org's whole lookup, so every event of the org was redelivered each second and every
+ * delivery claimed again every 2 s, forever, its healthy endpoints' included.
+ */
+function openedSecrets(row: EndpointRow, ownSecret: () => string | undefined, box: SecretBox, now: number): Pick<ResolvedEndpoint, "secrets" | "secretProblem"> {
+  try {
+    return { secrets: secretsOf(row, ownSecret(), box, now) };
+  } catch (error) {
+    return { secrets: [], secretProblem: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** Resolves rows and the org's target into endpoints. Pure but for opening sealed secrets. */
 export function resolveEndpoints(target: WebhookTarget, rows: EndpointRow[], box: SecretBox, now = Date.now()): ResolvedEndpoint[] {
   const endpoints: ResolvedEndpoint[] = [];
   if (acceptsWebhooks(target)) {
     const settings = rows.find((row) => row.id === DEFAULT_ENDPOINT_ID) ?? defaultEndpointSettings(target.orgId, now);
-    endpoints.push({ ...resolvedSettings(settings), url: target.url, secrets: secretsOf(settings, target.secret, box, now) });
+    endpoints.push({ ...resolvedSettings(settings), url: target.url, ...openedSecrets(settings, () => target.secret, box, now) });
   }
   for (const row of rows) {
     if (row.id === DEFAULT_ENDPOINT_ID || row.url === null) continue;
-    const own = row.secret_sealed === null ? undefined : box.open(row.secret_sealed, row.org_id);
-    endpoints.push({ ...resolvedSettings(row), url: row.url, secrets: secretsOf(row, own, box, now) });
+    const sealed = row.secret_sealed;
+    endpoints.push({ ...resolvedSettings(row), url: row.url, ...openedSecrets(row, () => (sealed === null ? undefined : box.open(sealed, row.org_id)), box, now) });
   }
   return endpoints;
 }

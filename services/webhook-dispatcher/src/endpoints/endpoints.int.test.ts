@@ -340,6 +340,29 @@ describe("webhook endpoints", () => {
     });
     expect(skipped).toMatchObject({ endpointId: created.endpoint!.id, attempts: 1 });
   });
+
+  it("fails a delivery at once, unsent, when its endpoint's secret cannot be opened (its key dropped), keeps the endpoint enabled and delivers the org's others", async () => {
+    const { orgId, defaultReceiver } = await orgWithDefault();
+    const unsigned = await receiver();
+    const created = await client.createEndpoint({ url: unsigned.url, events: ["job.completed"] }, as(orgId));
+    // Sealed with a key no longer in SECRETS_ENCRYPTION_KEYS (as after an operator dropped its kid too early).
+    await database.db.updateTable("endpoints").set({ secret_sealed: "v2:dropped:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==:AAAA" }).where("id", "=", created.endpoint!.id).execute();
+
+    // More failures than WEBHOOK_DISABLE_MIN_FAILURES: the receiver is not at fault, so the endpoint stays enabled.
+    for (let index = 0; index < 4; index += 1) await publisher.publish("job.completed", jobCompletedEvent(orgId));
+    await defaultReceiver.waitFor(4);
+    const failed = await eventually(async () => {
+      const deliveries = (await client.listDeliveries({ limit: 20 }, as(orgId))).deliveries.filter((delivery) => delivery.endpointId === created.endpoint!.id);
+      return deliveries.length === 4 && deliveries.every((delivery) => delivery.status === "failed") && deliveries;
+    });
+    for (const delivery of failed) {
+      expect(delivery).toMatchObject({ attempts: 1, lastError: expect.stringMatching(/signing secret is unreadable/) });
+      expect(delivery.attemptLog).toHaveLength(1);
+    }
+    expect(unsigned.received).toHaveLength(0);
+    const listed = await client.listEndpoints({}, as(orgId));
+    expect(listed.endpoints.find((endpoint) => endpoint.id === created.endpoint!.id)).toMatchObject({ enabled: true });
+  });
 });
 
 describe("the auto-disable window", () => {

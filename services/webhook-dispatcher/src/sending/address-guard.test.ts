@@ -1,30 +1,33 @@
 import { describe, expect, it } from "vitest";
 import { isBlockedAddress } from "./address-guard.js";
-import { keptExcerpt } from "./delivery-sender.js";
+import { keptResponse } from "./delivery-sender.js";
+
+const answer = (remoteAddress: string | null) => ({ responseExcerpt: "internal secret", responseHeaders: { "x-internal": "yes" }, remoteAddress });
+const dropped = { responseExcerpt: null, responseHeaders: null };
 
 /** The block list itself is tested once, in libs/address-guard; this is what the dispatcher does with it. */
-describe("response bodies of webhook attempts", () => {
-  it("keeps the body when the guard was on: the connection passed it", async () => {
-    expect(await keptExcerpt("https://hooks.example.com/x", "ok", { allowPrivateAddresses: false })).toBe("ok");
+describe("response bodies and headers of webhook attempts", () => {
+  it("keeps the response when the guard was on: the connection passed it", () => {
+    expect(keptResponse(answer("10.0.0.1"), { allowPrivateAddresses: false })).toEqual({ responseExcerpt: "internal secret", responseHeaders: { "x-internal": "yes" } });
   });
 
-  it.each(["http://127.0.0.1:8080/hook", "http://localhost:8080/hook", "http://169.254.169.254/latest/meta-data", "http://[::ffff:10.0.0.1]/", "http://[2002:a00:1::]/"])(
-    "drops the body of %s, a private target let through by ALLOW_PRIVATE_ADDRESSES",
-    async (url) => {
-      expect(await keptExcerpt(url, "internal secret", { allowPrivateAddresses: true })).toBeNull();
+  it.each(["127.0.0.1", "::1", "169.254.169.254", "::ffff:10.0.0.1", "2002:a00:1::", "fe80::1%eth0"])(
+    "drops the response of a connection to %s, a private address let through by ALLOW_PRIVATE_ADDRESSES",
+    (remoteAddress) => {
+      expect(keptResponse(answer(remoteAddress), { allowPrivateAddresses: true })).toEqual(dropped);
     },
   );
 
-  it("keeps the body of a public target with the guard off", async () => {
-    expect(await keptExcerpt("http://93.184.216.34/hook", "ok", { allowPrivateAddresses: true })).toBe("ok");
+  it("drops the response when the address the connection reached is unknown", () => {
+    expect(keptResponse(answer(null), { allowPrivateAddresses: true })).toEqual(dropped);
   });
 
-  it("follows the given policy (tests that stand a loopback receiver in for a public one)", async () => {
+  it("keeps the response of a connection to a public address with the guard off", () => {
+    expect(keptResponse(answer("93.184.216.34"), { allowPrivateAddresses: true }).responseExcerpt).toBe("internal secret");
+  });
+
+  it("follows the given policy (tests that stand a loopback receiver in for a public one)", () => {
     const exempt = (address: string) => address !== "127.0.0.1" && isBlockedAddress(address);
-    expect(await keptExcerpt("http://127.0.0.1:8080/hook", "ok", { allowPrivateAddresses: true, addressPolicy: exempt })).toBe("ok");
-  });
-
-  it("has nothing to keep when there was no body", async () => {
-    expect(await keptExcerpt("http://127.0.0.1/", null, { allowPrivateAddresses: true })).toBeNull();
+    expect(keptResponse(answer("127.0.0.1"), { allowPrivateAddresses: true, addressPolicy: exempt }).responseExcerpt).toBe("internal secret");
   });
 });

@@ -14,8 +14,8 @@ import { DELIVERIES_CHANNEL, claimDueDeliveries, earliestDueAt, nextDueAt, postp
 import { recordAttempts, type AttemptToRecord } from "../deliveries/record-attempts.js";
 import { claimGatedDeliveries, hasGatedWork, type GatedClaim } from "../deliveries/endpoint-flow.js";
 import { traceAttempt } from "./attempt-span.js";
-import { postWebhook } from "./post-webhook.js";
-import { resolvesOnlyToAllowedAddresses } from "./address-guard.js";
+import { postWebhook, type AttemptResult } from "./post-webhook.js";
+import { isBlockedAddress } from "./address-guard.js";
 import { decideAfterAttempt } from "./retry-schedule.js";
 
 export interface DeliverySenderOptions {
@@ -40,8 +40,8 @@ export interface DeliverySenderOptions {
   /** How long a claim lasts: above `timeoutMs`, so a live attempt never loses its lease. */
   leaseMs: number;
   /**
-   * ALLOW_PRIVATE_ADDRESSES: the agent does not guard connections, so a response body is kept only when the target
-   * resolves to public addresses alone (a private service's answer is never recorded nor shown).
+   * ALLOW_PRIVATE_ADDRESSES: the agent does not guard connections, so a response (body and headers) is kept only when
+   * the address the connection reached is public (a private service's answer is never recorded nor shown).
    */
   allowPrivateAddresses?: boolean;
   /** Which addresses count as private for that check (tests exempt their receiver); the shared block list by default. */
@@ -96,6 +96,12 @@ export interface SlotTicket {
 function notConfiguredError(endpointId: string): string {
   return endpointId === DEFAULT_ENDPOINT_ID ? "webhooks are not configured for this organization" : "webhooks are not included in the organization's plan";
 }
+
+/**
+ * The error of an attempt not sent because the endpoint's signing secret does not open (ResolvedEndpoint.secretProblem).
+ * The org sees this; the reason, which names the server's configuration, goes to the log only.
+ */
+const UNREADABLE_SECRET_ERROR = "not sent: the endpoint's signing secret is unreadable on the server; retry the delivery once that is fixed";
 
 /** How long the auth service may be down before a claimed delivery is looked at again (no attempt is counted). */
 const TARGET_UNAVAILABLE_BACKOFF_MS = 2000;
@@ -193,7 +199,14 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       return skipHeldDelivery(db, row.id, leaseToken);
     }
     const url = endpoint ? endpoint.url : row.url;
-    const schedule = retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs);
+    // A secret that does not open fails the delivery for good, unsent (never unsigned): a retry cannot open it either,
+    // and the receiver is not at fault, so it does not count towards disabling the endpoint. docs/operations.md.
+    const secretProblem = endpoint?.secretProblem;
+    if (secretProblem !== undefined) log().error({ endpointId: endpoint!.id, reason: secretProblem }, "endpoint secret cannot be opened; delivery failed unsent");
+    const schedule =
+      secretProblem !== undefined
+        ? []
+        : (retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs));
     const [secret, ...previousSecrets] = endpoint?.secrets ?? [];
     if (notBefore !== undefined && notBefore > Date.now()) {
       await waitUnlessStopped(notBefore - Date.now(), stopController.signal);
@@ -202,13 +215,13 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         return undefined;
       }
     }
-    const result = endpoint
+    const result = endpoint && secretProblem === undefined
       ? await postWebhook(
           options.agent,
           { url: endpoint.url, body: row.body, event: row.event, deliveryId: row.id, attempt: attemptNumber, secret, previousSecrets, brand: options.brand, sequence: row.sequence, tenant: row.org_id },
           { timeoutMs: options.timeoutMs, connectionWaitMs, abort: stopController.signal },
         )
-      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: notConfiguredError(row.endpoint_id), responseExcerpt: null, requestHeaders: null, responseHeaders: null, retryAfterMs: null };
+      : { startedAt: Date.now(), latencyMs: 0, succeeded: false, responseStatus: null, error: endpoint ? UNREADABLE_SECRET_ERROR : notConfiguredError(row.endpoint_id), responseExcerpt: null, requestHeaders: null, responseHeaders: null, retryAfterMs: null, remoteAddress: null };
     if (stopController.signal.aborted) {
       // Shutting down mid-attempt: give the delivery back so a replica (or our restart) sends it again.
       await releaseLease(db, row.id, leaseToken).catch(() => undefined);
@@ -216,8 +229,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     }
     answered?.();
     // What a private target (let through by ALLOW_PRIVATE_ADDRESSES) answered, body and headers, is not kept.
-    const keepResponse = result.responseHeaders !== null || result.responseExcerpt ? (await keptExcerpt(url, "-", options)) !== null : true;
-    const responseExcerpt = keepResponse ? result.responseExcerpt : null;
+    const { responseExcerpt, responseHeaders } = keptResponse(result, options);
     const gone = result.responseStatus === 410;
     const next = decideAfterAttempt(row.chain_attempts + 1, { succeeded: result.succeeded, finishedAt: Date.now(), retryAfterMs: result.retryAfterMs, gone }, schedule);
     const updated = await recorder.submit({
@@ -232,7 +244,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         latencyMs: result.latencyMs,
         responseExcerpt,
         requestHeaders: result.requestHeaders,
-        responseHeaders: keepResponse ? result.responseHeaders : null,
+        responseHeaders,
         status: next.status,
         nextAttemptAt: next.nextAttemptAt,
         url,
@@ -243,7 +255,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
     metrics.attemptLatency.observe({ result: resultLabel }, result.latencyMs / 1000);
     if (row.first_attempt_at === null) metrics.eventToFirstAttempt.observe(Math.max(0, result.startedAt - row.event_at) / 1000);
     if (next.status !== "pending") metrics.deliveries.inc({ outcome: next.status });
-    if (updated && endpoint && options.health) {
+    if (updated && endpoint && options.health && secretProblem === undefined) {
       // Best effort: a missed check is made again by the endpoint's next failure.
       const check = gone ? options.health.gone(row.org_id, endpoint.id) : next.status === "failed" ? options.health.failedForGood(row.org_id, endpoint.id) : undefined;
       await check?.catch((error: unknown) => log().warn({ err: error }, "endpoint health check failed"));
@@ -422,19 +434,18 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
 }
 
 /**
- * The response body to record with an attempt: only from a target that passed the SSRF guard. With the guard on
- * (the default) every answered attempt did; with ALLOW_PRIVATE_ADDRESSES the target is looked up again and a body is
- * dropped unless every address is public, so an internal service's answer never reaches the org.
+ * The response (body and headers) to record with an attempt: only one that came from an address the SSRF guard
+ * allows. With the guard on (the default) every answered attempt's connection passed it at connect time; with
+ * ALLOW_PRIVATE_ADDRESSES the address the connection actually reached (`remoteAddress`) is judged, so an internal
+ * service's answer never reaches the org. The name is never looked up again: a second answer could differ from the
+ * one connected to (DNS rebinding), and an unknown address keeps nothing.
  */
-export async function keptExcerpt(
-  url: string,
-  excerpt: string | null,
-  { allowPrivateAddresses = false, addressPolicy }: Pick<DeliverySenderOptions, "allowPrivateAddresses" | "addressPolicy">,
-): Promise<string | null> {
-  // An empty body reveals nothing: no second lookup for it (the common 200 with no body).
-  if (excerpt === null || excerpt === "" || !allowPrivateAddresses) return excerpt;
-  if (!URL.canParse(url)) return null;
-  return (await resolvesOnlyToAllowedAddresses(new URL(url).hostname, addressPolicy)) ? excerpt : null;
+export function keptResponse(
+  { responseExcerpt, responseHeaders, remoteAddress }: Pick<AttemptResult, "responseExcerpt" | "responseHeaders" | "remoteAddress">,
+  { allowPrivateAddresses = false, addressPolicy = isBlockedAddress }: Pick<DeliverySenderOptions, "allowPrivateAddresses" | "addressPolicy">,
+): Pick<AttemptResult, "responseExcerpt" | "responseHeaders"> {
+  const allowed = !allowPrivateAddresses || (remoteAddress !== null && !addressPolicy(remoteAddress));
+  return allowed ? { responseExcerpt, responseHeaders } : { responseExcerpt: null, responseHeaders: null };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */

@@ -12,6 +12,8 @@ import { createServer, type Server, type Socket } from "node:net";
  * - `huge-headers`: answers a status line and 1 MB of headers.
  * - `trickle`: answers one byte of its head every 100 ms, forever (a header that never ends).
  * - `slow-body`: answers a complete 200 head at once, then one byte of its body every 100 ms, forever.
+ * - `nul-body`: answers 200 with the body `ok\0` (a NUL byte, as in any binary body) and closes: one connection per
+ *   request, so `connections` counts the requests that reached it.
  */
 export type HostileBehaviour =
   | "reset"
@@ -23,7 +25,8 @@ export type HostileBehaviour =
   | "silent"
   | "huge-headers"
   | "trickle"
-  | "slow-body";
+  | "slow-body"
+  | "nul-body";
 
 export const ONE_GIGABYTE = 1024 * 1024 * 1024;
 
@@ -114,6 +117,9 @@ export async function startHostileReceiver(behaviour: HostileBehaviour): Promise
           timers.add(timer);
           return;
         }
+        case "nul-body":
+          socket.end(Buffer.concat([Buffer.from("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: 3\r\nconnection: close\r\n\r\n"), Buffer.from([0x6f, 0x6b, 0x00])]));
+          return;
         case "slow-body": {
           socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${ONE_GIGABYTE}\r\n\r\n`);
           const timer = setInterval(() => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import { newId } from "@renderbus/ids";
+import { isBlockedAddress } from "./address-guard.js";
 import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "../testing/dispatcher-harness.js";
 import type { DispatcherService } from "../service.js";
 import { startHostileReceiver, type HostileBehaviour, type HostileReceiver } from "./hostile-receivers.fixture.js";
@@ -14,6 +15,8 @@ let publisher: Awaited<ReturnType<typeof connectPublisher>>;
 let dispatcher: DispatcherService;
 let database: pg.Pool;
 const stoppers: Array<{ stop(): Promise<void> }> = [];
+// The loopback receivers count as public, as a real receiver does with the guard on: what they answer is recorded.
+const receiverCountsAsPublic = (address: string) => address !== "127.0.0.1" && isBlockedAddress(address);
 
 beforeAll(async () => {
   const { natsUrl } = testInfra();
@@ -27,6 +30,7 @@ beforeAll(async () => {
       { databaseUrl, natsUrl, namespace, authAddress: fakeAuth.address },
       { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE.join(","), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), DISPATCHER_POLL_INTERVAL_MS: "100" },
     ),
+    { addressPolicy: receiverCountsAsPublic },
   );
 });
 
@@ -44,7 +48,7 @@ async function orgWith(url: string): Promise<string> {
   return orgId;
 }
 
-const EXPECTED_ERRORS: Record<Exclude<HostileBehaviour, "huge-body" | "body-then-fin" | "slow-body">, RegExp> = {
+const EXPECTED_ERRORS: Record<Exclude<HostileBehaviour, "huge-body" | "body-then-fin" | "slow-body" | "nul-body">, RegExp> = {
   reset: /ECONNRESET|socket hang up/,
   "never-read": /^timed out after 600 ms$/,
   garbage: /^HPE_\w+: the receiver did not answer with valid HTTP/,
@@ -98,5 +102,26 @@ describe("the dispatcher against hostile receivers", () => {
     expect(pending).toEqual([]);
     const { rows: normalRows } = await database.query("select status from dispatcher.deliveries where org_id = $1", [normalOrg]);
     expect(normalRows).toEqual([{ status: "succeeded" }]);
+  });
+
+  it("records a 200 whose body holds a NUL byte (a binary body) as one succeeded attempt, sent once, its excerpt stored without the NUL", async () => {
+    const receiver = await startHostileReceiver("nul-body");
+    stoppers.push(receiver);
+    const orgId = await orgWith(receiver.url);
+    await publisher.publish("job.completed", jobCompletedEvent(orgId));
+
+    // PostgreSQL refuses U+0000 in text: an excerpt stored as received failed the record, and the delivery stayed
+    // pending, sent again as attempt 1 after every lease.
+    const delivery = await eventually(async () => {
+      const { rows } = await database.query<{ id: string; status: string; attempts: number }>("select id, status, attempts from dispatcher.deliveries where org_id = $1", [orgId]);
+      return rows[0]?.status === "succeeded" ? rows[0] : undefined;
+    }, 10_000);
+    expect(delivery.attempts).toBe(1);
+    const { rows: attempts } = await database.query<{ attempt: number; response_status: number; response_excerpt: string }>(
+      "select attempt, response_status, response_excerpt from dispatcher.delivery_attempts where delivery_id = $1",
+      [delivery.id],
+    );
+    expect(attempts).toEqual([{ attempt: 1, response_status: 200, response_excerpt: "ok\uFFFD" }]);
+    expect(receiver.connections).toBe(1);
   });
 });

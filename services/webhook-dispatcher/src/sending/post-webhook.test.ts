@@ -87,6 +87,11 @@ describe("postWebhook against hostile receivers (real sockets)", () => {
     expect(result.latencyMs).toBeLessThan(TIMEOUT_MS + 1000);
   });
 
+  it("keeps a binary body (a NUL byte) storable, U+FFFD in the NUL's place, with the address the answer came from", async () => {
+    const { result } = await attemptAgainst("nul-body");
+    expect(result).toMatchObject({ succeeded: true, responseStatus: 200, error: null, responseExcerpt: "ok\uFFFD", remoteAddress: "127.0.0.1" });
+  });
+
   it("fails an HTTP 500 whose 1 GB body is cut by a reset, keeping the excerpt that came", async () => {
     const { result } = await attemptAgainst("huge-body-then-reset");
     expect(result).toMatchObject({ succeeded: false, responseStatus: 500, error: "HTTP 500" });

@@ -3,7 +3,7 @@ import http from "node:http";
 import https from "node:https";
 import { isIP, type Socket } from "node:net";
 import { signatureOf, standardWebhookHeaders, webhookHeaderNames } from "@renderbus/webhook-signing";
-import { BlockedAddressError, guardedLookup, isBlockedAddress } from "./address-guard.js";
+import { BlockedAddressError, guardedLookup, isBlockedAddress, unguardedLookup } from "./address-guard.js";
 import { HostConnections, type HostConnection } from "./host-connections.js";
 import { retryAfterMsOf } from "./retry-schedule.js";
 
@@ -57,11 +57,12 @@ export interface WebhookAgent {
 
 /**
  * With the guard on, each connection resolves its host through `guardedLookup` (every resolved IP is checked at
- * connect time) and IP-literal hosts, which skip DNS, are checked before connecting.
+ * connect time) and IP-literal hosts, which skip DNS, are checked before connecting. Either way names resolve
+ * without libuv's thread pool, within the lib's DNS timeout (libs/address-guard host-resolver.ts).
  */
 export function createWebhookAgent({ guardAddresses, connectTimeoutMs }: WebhookAgentOptions): WebhookAgent {
   // `timeout` closes idle pooled sockets only: a request in progress is bounded by the attempt's own timeout.
-  const options = { keepAlive: true, maxSockets: CONNECTIONS_PER_HOST, timeout: KEEP_ALIVE_IDLE_MS, ...(guardAddresses ? { lookup: guardedLookup as never } : {}) };
+  const options = { keepAlive: true, maxSockets: CONNECTIONS_PER_HOST, timeout: KEEP_ALIVE_IDLE_MS, lookup: (guardAddresses ? guardedLookup : unguardedLookup) as never };
   const httpAgent = new http.Agent(options);
   const httpsAgent = new https.Agent(options);
   return {
@@ -108,6 +109,12 @@ export interface AttemptResult {
   responseHeaders: Record<string, string> | null;
   /** The delay a 429 or 503 asked for with `Retry-After`, in ms (see retryAfterMsOf). */
   retryAfterMs: number | null;
+  /**
+   * The IP address the attempt's connection reached, as its socket saw it; null without an answer. The address a
+   * response came from: with ALLOW_PRIVATE_ADDRESSES it decides whether the response may be kept (see
+   * keptResponse), never a second lookup of the name, which could answer otherwise (DNS rebinding).
+   */
+  remoteAddress: string | null;
 }
 
 /**
@@ -138,6 +145,22 @@ export function webhookHeaders(request: WebhookRequest, now = Date.now()): Recor
 export function requestHeadersForLog(headers: Record<string, string>, brand: string): Record<string, string> {
   const signatures = new Set([webhookHeaderNames(brand).signature.toLowerCase(), "webhook-signature"]);
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !signatures.has(name.toLowerCase())));
+}
+
+/**
+ * Text a receiver chose (its body, header names and values, what an error quoted of it) as PostgreSQL can store it:
+ * `text` and `jsonb` refuse U+0000, which any binary body holds (`ok\0`, an image, a gzip page). Stored as is, it
+ * failed the attempt's record, and the delivery was sent again after every lease, as attempt 1, forever. NUL becomes
+ * U+FFFD, as bytes that are not UTF-8 already do when the body is decoded (which leaves no lone surrogate behind;
+ * header text is decoded as latin1, which has none either).
+ */
+function storableText(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\uFFFD") : text;
+}
+
+/** The response headers, names and values, as `storableText` makes them. */
+function storableHeaders(headers: Record<string, string> | null): Record<string, string> | null {
+  return headers === null ? null : Object.fromEntries(Object.entries(headers).map(([name, value]) => [storableText(name), storableText(value)]));
 }
 
 /** A receiver's response headers, bounded in count and size (its whole head is at most RESPONSE_HEADER_MAX_BYTES). */
@@ -197,10 +220,14 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
     latencyMs: Math.round(performance.now() - sentAt),
     requestHeaders,
     ...result,
+    // What the receiver chose is stored: made storable here, the one way out (see storableText).
+    error: result.error === null ? null : storableText(result.error),
+    responseExcerpt: result.responseExcerpt === null ? null : storableText(result.responseExcerpt),
+    responseHeaders: storableHeaders(result.responseHeaders),
   });
   let cutBy: "timeout" | "connection-wait" | undefined;
   const failed = (error: unknown, status: number | null) =>
-    finish({ succeeded: false, responseStatus: status, error: describeError(error, cutBy, { timeoutMs, connectionWaitMs }), responseExcerpt: null, responseHeaders: null, retryAfterMs: null });
+    finish({ succeeded: false, responseStatus: status, error: describeError(error, cutBy, { timeoutMs, connectionWaitMs }), responseExcerpt: null, responseHeaders: null, retryAfterMs: null, remoteAddress: null });
   if (abort?.aborted) return failed(abort.reason, null);
   let target: URL;
   try {
@@ -249,6 +276,7 @@ export async function postWebhook(agent: WebhookAgent, webhook: WebhookRequest, 
       responseExcerpt: response.excerpt,
       responseHeaders: response.headers,
       retryAfterMs: retryAfterMsOf(status, response.retryAfter),
+      remoteAddress: response.remoteAddress,
     });
   } catch (error) {
     return failed(error, status);
@@ -276,7 +304,7 @@ function targetOf(url: string, guardAddresses: boolean): URL {
 
 /** An exchange in progress: its outcome, and a way to end it early (the request is destroyed with `reason`). */
 interface Exchange {
-  response: Promise<{ status: number; excerpt: string | null; headers: Record<string, string>; retryAfter: string | undefined }>;
+  response: Promise<{ status: number; excerpt: string | null; headers: Record<string, string>; retryAfter: string | undefined; remoteAddress: string | null }>;
   cancel(reason: unknown): void;
 }
 
@@ -318,6 +346,8 @@ function exchange(agent: WebhookAgent, target: URL, webhook: WebhookRequest, hea
     sent.on("error", (error) => (answered ? answered() : reject(error)));
     sent.on("response", (response) => {
       const status = response.statusCode ?? 0;
+      // Read now, while the socket is open (a destroyed one forgets it): where this answer came from.
+      const remoteAddress = response.socket?.remoteAddress ?? null;
       const chunks: Buffer[] = [];
       let size = 0;
       let settled = false;
@@ -328,7 +358,7 @@ function exchange(agent: WebhookAgent, target: URL, webhook: WebhookRequest, hea
         // Whatever is left unread (the rest of a 1 GB body, a trickle) is not worth a byte more: drop the connection.
         if (!response.complete) response.destroy();
         const retryAfter = response.headers["retry-after"];
-        resolve({ status, excerpt, headers: keptResponseHeaders(response.rawHeaders), retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined });
+        resolve({ status, excerpt, headers: keptResponseHeaders(response.rawHeaders), retryAfter: typeof retryAfter === "string" ? retryAfter.slice(0, 100) : undefined, remoteAddress });
       };
       answered = settle;
       response.on("data", (chunk: Buffer) => {
