@@ -60,10 +60,13 @@ export async function webhookTarget(store: AuthResources, orgId: string): Promis
   const org = await store.db.selectFrom("orgs").select(["plan", "webhook_url", "webhook_secret_encrypted"]).where("id", "=", orgId).executeTakeFirst();
   if (!org) throw notFound("Organization");
   if (!planOf(org.plan, store.plans).webhooks || !org.webhook_url) return { orgId, plan: org.plan };
-  return {
-    orgId,
-    plan: org.plan,
-    url: org.webhook_url,
-    secret: org.webhook_secret_encrypted ? store.secretBox.open(org.webhook_secret_encrypted, orgId) : undefined,
-  };
+  if (!org.webhook_secret_encrypted) return { orgId, plan: org.plan, url: org.webhook_url };
+  try {
+    return { orgId, plan: org.plan, url: org.webhook_url, secret: store.secretBox.open(org.webhook_secret_encrypted, orgId) };
+  } catch {
+    // An operator's key change, not a passing fault: thrown, it failed every lookup and the dispatcher asked again
+    // every 2 s for ever. Said instead, so the org's deliveries fail unsent and the dispatcher logs why
+    // (docs/operations.md); never the secret.
+    return { orgId, plan: org.plan, url: org.webhook_url, secretUnreadable: true };
+  }
 }

@@ -89,7 +89,11 @@ export function resolveEndpoints(target: WebhookTarget, rows: EndpointRow[], box
   const endpoints: ResolvedEndpoint[] = [];
   if (acceptsWebhooks(target)) {
     const settings = rows.find((row) => row.id === DEFAULT_ENDPOINT_ID) ?? defaultEndpointSettings(target.orgId, now);
-    endpoints.push({ ...resolvedSettings(settings), url: target.url, ...openedSecrets(settings, () => target.secret, box, now) });
+    const ownSecret = () => {
+      if (target.secretUnreadable) throw new Error("the org's webhook secret does not open in the auth service");
+      return target.secret;
+    };
+    endpoints.push({ ...resolvedSettings(settings), url: target.url, ...openedSecrets(settings, ownSecret, box, now) });
   }
   for (const row of rows) {
     if (row.id === DEFAULT_ENDPOINT_ID || row.url === null) continue;

@@ -9,6 +9,8 @@ export interface WebhookTarget {
   plan: Plan;
   url: string | undefined;
   secret: string | undefined;
+  /** The org's secret is stored but the auth service cannot open it: its deliveries fail unsent, never unsigned. */
+  secretUnreadable?: boolean;
 }
 
 export interface WebhookTargets {
@@ -36,6 +38,6 @@ export function createWebhookTargets(
 ): WebhookTargets {
   return createRefreshAheadCache(async (orgId: string): Promise<WebhookTarget> => {
     const response = await client.getWebhookTarget({ orgId }, { deadlineMs: 5000 });
-    return { orgId, plan: planOf(response.plan, plans), url: response.url || undefined, secret: response.secret || undefined };
+    return { orgId, plan: planOf(response.plan, plans), url: response.url || undefined, secret: response.secret || undefined, secretUnreadable: response.secretUnreadable === true };
   }, { ttlMs });
 }

@@ -116,7 +116,14 @@ export interface WebhookTarget {
   orgId: string;
   plan: string;
   url?: string | undefined;
-  secret?: string | undefined;
+  secret?:
+    | string
+    | undefined;
+  /**
+   * The org's webhook secret is stored but cannot be opened here (its key id left SECRETS_ENCRYPTION_KEYS, a v1
+   * value with SECRETS_ACCEPT_V1=false): `secret` is then absent and nothing may be sent unsigned.
+   */
+  secretUnreadable?: boolean | undefined;
 }
 
 export interface Balance {
@@ -1480,7 +1487,7 @@ export const GetWebhookTargetRequest: MessageFns<GetWebhookTargetRequest> = {
 };
 
 function createBaseWebhookTarget(): WebhookTarget {
-  return { orgId: "", plan: "", url: undefined, secret: undefined };
+  return { orgId: "", plan: "", url: undefined, secret: undefined, secretUnreadable: undefined };
 }
 
 export const WebhookTarget: MessageFns<WebhookTarget> = {
@@ -1496,6 +1503,9 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
     }
     if (message.secret !== undefined) {
       writer.uint32(34).string(message.secret);
+    }
+    if (message.secretUnreadable !== undefined) {
+      writer.uint32(40).bool(message.secretUnreadable);
     }
     return writer;
   },
@@ -1545,6 +1555,14 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
             message.secret = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.secretUnreadable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1567,6 +1585,11 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
       plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
       url: isSet(object.url) ? globalThis.String(object.url) : undefined,
       secret: isSet(object.secret) ? globalThis.String(object.secret) : undefined,
+      secretUnreadable: isSet(object.secretUnreadable)
+        ? globalThis.Boolean(object.secretUnreadable)
+        : isSet(object.secret_unreadable)
+        ? globalThis.Boolean(object.secret_unreadable)
+        : undefined,
     };
   },
 
@@ -1584,6 +1607,9 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
     if (message.secret !== undefined) {
       obj.secret = message.secret;
     }
+    if (message.secretUnreadable !== undefined) {
+      obj.secretUnreadable = message.secretUnreadable;
+    }
     return obj;
   },
 
@@ -1596,6 +1622,7 @@ export const WebhookTarget: MessageFns<WebhookTarget> = {
     message.plan = object.plan ?? "";
     message.url = object.url ?? undefined;
     message.secret = object.secret ?? undefined;
+    message.secretUnreadable = object.secretUnreadable ?? undefined;
     return message;
   },
 };
