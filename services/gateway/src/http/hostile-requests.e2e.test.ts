@@ -8,8 +8,12 @@ import { createOrg, repoRoot } from "../../../../e2e/helpers.js";
 const OUTPUT_SIGNING_SECRET = "hostile-requests-output-signing-secret";
 /** The audit's body: an authenticated job whose metadata nests 150,000 arrays (about 300 KB, under the 1 MB limit). */
 const NESTING = 150_000;
-/** SECURITY-AUDIT finding 20: a replica that takes hostile bodies still answers its liveness probe this fast. */
-const HEALTHZ_BUDGET_MS = 100;
+/**
+ * SECURITY-AUDIT finding 20: a replica that takes hostile bodies still answers its liveness probe this fast. The
+ * audit's body blocked the replica for 186 s; a replica that refuses it answers in 2-70 ms, with a sample now and then
+ * past 100 ms on a loaded 2-core host running the suite (2026-12-01: 104-126 ms, one per burst), hence 250.
+ */
+const HEALTHZ_BUDGET_MS = 250;
 
 /** GET over one kept-alive connection, timed from the request to the end of the answer. */
 function timedGet(url: string, agent: Agent): Promise<{ status: number; ms: number }> {
@@ -111,7 +115,7 @@ describe("a gateway under hostile requests (SECURITY-AUDIT findings 13, 20, 23)"
     return { answers, samples, slowest: Math.max(...samples.map((sample) => sample.ms)) };
   }
 
-  it("answers 150,000 nested arrays with 400 VALIDATION_ERROR while /healthz keeps answering within 100 ms", async () => {
+  it("answers 150,000 nested arrays with 400 VALIDATION_ERROR while /healthz keeps answering within 250 ms", async () => {
     // A blocked replica misses every burst by seconds; a busy test machine can stall any process for a moment, so a
     // burst is tried up to three times and one whose every /healthz answered within budget passes.
     const bursts: Awaited<ReturnType<typeof hostileBurst>>[] = [];
