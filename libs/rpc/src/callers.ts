@@ -51,6 +51,7 @@ const JOBS_RULES: Rules<typeof jobs.JobsService> = {
   startJob: services("worker"),
   completeJob: services("worker"),
   failJob: services("worker"),
+  holdJob: services("worker"),
 };
 
 const WEBHOOKS_RULES: Rules<typeof webhooks.WebhooksService> = {

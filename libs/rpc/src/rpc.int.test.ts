@@ -55,6 +55,7 @@ const fakeJobs: AsyncService<jobs.JobsServer> = {
   },
   completeJob: notUnderTest,
   failJob: notUnderTest,
+  holdJob: notUnderTest,
 };
 
 const healthProbe = createHealthClient;

@@ -141,4 +141,15 @@ export const migrations: Migrations = {
         )`.execute(db);
     },
   },
+  "2026-12-02-001-job-holds": {
+    async up(db: Kysely<any>) {
+      // The latest HoldJob of each dispatched or running job (src/watchdog/job-holds.ts): a worker still preparing a
+      // job (downloading inputs) or finishing it (storing its output) pushes the watchdog's deadline from then. A row
+      // goes once its job has ended.
+      await sql`create table job_holds (
+          job_id text primary key,
+          held_at bigint not null
+        )`.execute(db);
+    },
+  },
 };

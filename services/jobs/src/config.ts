@@ -38,6 +38,14 @@ export const jobsConfigSchema = commonConfigSchema.extend({
    */
   DISPATCH_RESEND_AFTER_MS: z.coerce.number().int().positive().default(2 * 60 * 1000),
   DISPATCH_RESENDS: z.coerce.number().int().min(0).max(10).default(3),
+  /**
+   * A worker's HoldJob (sent every JOB_HOLD_INTERVAL_MS, 60 s by default, while it prepares, runs and finishes a job)
+   * keeps the job from both timeouts above for this long after it (src/watchdog/job-holds.ts): a download of large
+   * inputs may outlast DISPATCHED_TIMEOUT_MS, storing a large output the run-time grace. Default 3 min.
+   */
+  JOB_HOLD_TTL_MS: z.coerce.number().int().positive().default(3 * 60 * 1000),
+  /** Holds never keep a job past the deadline it would have without them by more than this (a worker hung while holding). Default 1 h. */
+  JOB_HOLD_MAX_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
   /** How often expired rows (idempotency keys, finished webhook deliveries) are pruned (src/retention/prune.ts). */
   RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
   /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */

@@ -20,7 +20,6 @@ import { startScheduler, type Scheduler } from "./scheduler/scheduler.js";
 import { QueuedJobsCap } from "./submit-job/queued-jobs-cap.js";
 import { dispatchQueueIn } from "./watchdog/dispatch-queue.js";
 import { startJobTimeoutWatchdog, type JobTimeoutWatchdog } from "./watchdog/job-timeout-watchdog.js";
-import { dispatchHeldIn } from "./watchdog/resend-lost-dispatches.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -81,7 +80,8 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     graceMs: config.JOBS_WATCHDOG_GRACE_MS,
     dispatchedTimeoutMs: config.DISPATCHED_TIMEOUT_MS,
     dispatchQueue: dispatchQueueIn(bus),
-    resend: { afterMs: config.DISPATCH_RESEND_AFTER_MS, max: config.DISPATCH_RESENDS, dispatchHeld: dispatchHeldIn(bus) },
+    resend: { afterMs: config.DISPATCH_RESEND_AFTER_MS, max: config.DISPATCH_RESENDS },
+    holds: { ttlMs: config.JOB_HOLD_TTL_MS, maxMs: config.JOB_HOLD_MAX_MS },
   });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
   const orgPlans: ConsumerHandle = await startOrgPlanConsumer(bus, database.db, scheduler);

@@ -60,7 +60,7 @@ const unused = async (): Promise<never> => {
 };
 
 const jobsService: AsyncService<jobs.JobsServer> = {
-  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
+  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
   async startJob(request) {
     if (cancelledJobs.has(request.jobId)) throw conflict("Job is cancelled");
     reports.started.push(request);

@@ -10,6 +10,7 @@ import { createUploadStore } from "@renderbus/uploads";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
 import { startCancelPoller } from "./dispatch/cancel-poller.js";
+import { startJobHolder } from "./dispatch/job-holder.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
 import { CrashLedger, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
 import { CRASHED_ONCE_MESSAGE, dispatchHandler } from "./dispatch/handle-dispatch.js";
@@ -101,6 +102,9 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   // A cancel missed on core NATS still reaches a running job: its status is polled every second (cancel-poller.ts).
   const cancelPoller = startCancelPoller({ running, jobs: jobsClient, workerId, logger });
   deps.jobs = cancelPoller.jobs;
+  // Before StartJob and after the run, the watchdog would time a job out while its inputs download or its output is
+  // stored: a hold per job every JOB_HOLD_INTERVAL_MS tells it the job is in hand (job-holder.ts).
+  const jobHolder = startJobHolder({ running, jobs: jobsClient, workerId, logger, intervalMs: config.JOB_HOLD_INTERVAL_MS });
   const crashes = new CrashLedger(bus, workerId, logger);
   const crashHook = config.WORKER_TEST_CRASH_HOOK && config.MODE !== "production";
   if (crashHook) logger.warn("WORKER_TEST_CRASH_HOOK is on: an input URL with ?rb-test-crash= crashes this worker");
@@ -179,6 +183,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
       shuttingDown = true;
       stopPruning();
       cancelPoller.stop();
+      jobHolder.stop();
       const stopping = consumer.stop();
       running.cancelAll();
       await stopping;

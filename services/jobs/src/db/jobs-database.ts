@@ -74,6 +74,12 @@ export interface DispatchResendTable {
   last_at: number;
 }
 
+/** A row of `job_holds`: the latest HoldJob of a dispatched or running job (src/watchdog/job-holds.ts). */
+export interface JobHoldTable {
+  job_id: string;
+  held_at: number;
+}
+
 /**
  * A row of `unqueued_dispatches`: when the watchdog first saw a dispatched job's work message out of the queue,
  * delivered or gone (src/watchdog/dispatched-timeout.ts).
@@ -95,6 +101,7 @@ export interface JobsDatabase extends EventStoreTables {
   org_plans: OrgPlanTable;
   dispatch_resends: DispatchResendTable;
   unqueued_dispatches: UnqueuedDispatchTable;
+  job_holds: JobHoldTable;
   batch_views: BatchViewTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_deliveries: WebhookDeliveryTable;

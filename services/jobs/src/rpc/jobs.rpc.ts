@@ -10,6 +10,7 @@ import { readJob } from "../job/read-job.js";
 import { listJobTypes } from "../job-types/list-job-types.js";
 import { listJobs } from "../list-jobs/list-jobs.js";
 import { submitJob } from "../submit-job/submit-job.js";
+import { holdJob } from "../watchdog/job-holds.js";
 
 const requireId = (value: string, field: string) => {
   if (!value) throw validationError(`${field}: is required`);
@@ -18,7 +19,7 @@ const requireId = (value: string, field: string) => {
 
 /**
  * The gRPC `Jobs` service. Client-facing methods act for the org in the caller's auth context (another org's ids
- * are NOT_FOUND); worker reports (StartJob, CompleteJob, FailJob) are internal, carry no auth context, and are
+ * are NOT_FOUND); worker reports (StartJob, CompleteJob, FailJob, HoldJob) are internal, carry no auth context, and are
  * accepted from the worker's call token only (libs/rpc callers.ts).
  */
 export function jobsRpc(deps: JobsDeps): AsyncService<jobs.JobsServer> {
@@ -34,5 +35,9 @@ export function jobsRpc(deps: JobsDeps): AsyncService<jobs.JobsServer> {
     startJob: async (request) => ({ job: await startJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
     completeJob: async (request) => ({ job: await completeJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
     failJob: async (request) => ({ job: await failJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
+    holdJob: async (request) => {
+      await holdJob(deps.db, requireId(request.jobId, "jobId"));
+      return {};
+    },
   };
 }

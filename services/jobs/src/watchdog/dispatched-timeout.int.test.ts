@@ -12,6 +12,8 @@ import { notStartedMessage } from "./job-timeout-watchdog.js";
  */
 
 const DISPATCHED_TIMEOUT_MS = 800;
+const JOB_HOLD_TTL_MS = 600;
+const JOB_HOLD_MAX_MS = 1500;
 
 // Types reached through the Bus, as the worker does (the jobs service has no direct dependency on the NATS packages).
 type ConsumerConfig = NonNullable<Parameters<Bus["jsm"]["consumers"]["add"]>[1]>;
@@ -23,6 +25,8 @@ beforeAll(async () => {
     env: {
       PLANS_JSON: JSON.stringify({ free: { concurrency: 1 } }),
       DISPATCHED_TIMEOUT_MS: String(DISPATCHED_TIMEOUT_MS),
+      JOB_HOLD_TTL_MS: String(JOB_HOLD_TTL_MS),
+      JOB_HOLD_MAX_MS: String(JOB_HOLD_MAX_MS),
       // Lost dispatches are not sent again here: the timeout is what ends them.
       DISPATCH_RESENDS: "0",
       // Ticks are driven by the test.
@@ -167,6 +171,47 @@ describe("watchdog for jobs stuck in dispatched (SECURITY-AUDIT finding 16)", ()
     expect(await harness.service.watchdog.tick()).toBe(0);
     expect(await statusOf(first, auth)).toBe("dispatched");
     await cancel(auth, second, first);
+  });
+
+  it("keeps a job its worker holds while preparing it (a long download) past DISPATCHED_TIMEOUT_MS, and fails it once the holds stop for JOB_HOLD_TTL_MS", async () => {
+    await declareWorkersDurable();
+    const { auth, first, second } = await firstDispatchedSecondWaiting();
+    await deliverAndHold(first);
+    expect(await harness.service.watchdog.tick()).toBe(0);
+    // What the worker's job holder does every JOB_HOLD_INTERVAL_MS while the inputs download.
+    const holdUntil = Date.now() + DISPATCHED_TIMEOUT_MS + 400;
+    while (Date.now() < holdUntil) {
+      await harness.client.holdJob({ jobId: first, workerId: "w" });
+      await pause(150);
+      expect(await harness.service.watchdog.tick()).toBe(0);
+    }
+    expect(await statusOf(first, auth)).toBe("dispatched");
+
+    await pause(JOB_HOLD_TTL_MS + 100);
+    expect(await harness.service.watchdog.tick()).toBe(1);
+    await expectFailedAndSlotFreed(first, second, auth);
+    // The job has ended: a worker still preparing it hears so from its next hold, and stops.
+    await expect(harness.client.holdJob({ jobId: first, workerId: "w" })).rejects.toMatchObject({ code: "CONFLICT" });
+    await cancel(auth, second);
+  });
+
+  it("never lets holds keep a job more than JOB_HOLD_MAX_MS past its dispatched timeout (a worker hung while holding)", async () => {
+    await declareWorkersDurable();
+    const { auth, first, second } = await firstDispatchedSecondWaiting();
+    await deliverAndHold(first);
+    expect(await harness.service.watchdog.tick()).toBe(0);
+    const heldFrom = Date.now();
+    let failed = 0;
+    while (failed === 0) {
+      expect(Date.now() - heldFrom, "failed while its holds go on").toBeLessThan(DISPATCHED_TIMEOUT_MS + JOB_HOLD_MAX_MS + 20_000);
+      await harness.client.holdJob({ jobId: first, workerId: "w" });
+      await pause(150);
+      failed = await harness.service.watchdog.tick();
+    }
+    // Not before the cap: the holds did keep it past the timeout first.
+    expect(Date.now() - heldFrom).toBeGreaterThan(DISPATCHED_TIMEOUT_MS + JOB_HOLD_MAX_MS - 500);
+    await expectFailedAndSlotFreed(first, second, auth);
+    await cancel(auth, second);
   });
 
   it("leaves a started job to the run-time limit", async () => {

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { JobsDatabase } from "../db/jobs-database.js";
 import type { DispatchQueue } from "./dispatch-queue.js";
+import { keptByHold, type HoldLimits } from "./job-holds.js";
 
 /**
  * Dispatched jobs looked at per pass, oldest dispatch first; each costs a direct read of the dispatch stream. The work
@@ -16,14 +17,17 @@ const WATCHED_PER_PASS = 500;
  * the job, it waits for a redelivery, or it ran out of deliveries) or is gone (dropped, aged out of the stream): it is
  * ended once `timeoutMs` has passed since a pass first saw it so, which `unqueued_dispatches` records. A message found
  * queued again (the durable re-created, a resend not yet taken) loses that record; so does a job no longer dispatched.
- * Returns the ids of the jobs to end.
+ * A worker preparing the job (downloading large inputs) holds it (job-holds.ts): past the timeout, a recent hold still
+ * keeps it, up to `holds.maxMs` past it. Returns the ids of the jobs to end.
  */
-export async function dispatchesPastTimeout(db: Kysely<JobsDatabase>, queue: DispatchQueue, timeoutMs: number, now: number): Promise<string[]> {
+export async function dispatchesPastTimeout(db: Kysely<JobsDatabase>, queue: DispatchQueue, timeoutMs: number, now: number, holds: HoldLimits): Promise<string[]> {
   await sql`delete from unqueued_dispatches u using job_views j where j.id = u.job_id and j.status <> 'dispatched'`.execute(db);
   const dispatched = await db
     .selectFrom("job_views as j")
     .leftJoin("unqueued_dispatches as u", "u.job_id", "j.id")
+    .leftJoin("job_holds as h", "h.job_id", "j.id")
     .select(["j.id", "j.type", "u.seen_at"])
+    .select(keptByHold(sql.ref("h.held_at"), sql`u.seen_at + ${timeoutMs}::bigint`, now, holds).as("held"))
     .where("j.status", "=", "dispatched")
     .orderBy("j.dispatched_at")
     .orderBy("j.id")
@@ -41,7 +45,7 @@ export async function dispatchesPastTimeout(db: Kysely<JobsDatabase>, queue: Dis
       if (job.seen_at !== null) queuedAgain.push(job.id);
     } else if (job.seen_at === null) {
       firstSeen.push(job.id);
-    } else if (job.seen_at < now - timeoutMs) {
+    } else if (job.seen_at < now - timeoutMs && !job.held) {
       pastTimeout.push(job.id);
     }
   }

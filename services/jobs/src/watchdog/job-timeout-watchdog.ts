@@ -4,6 +4,7 @@ import type { JobsDeps } from "../deps.js";
 import { failJob } from "../job/job-commands.js";
 import type { DispatchQueue } from "./dispatch-queue.js";
 import { dispatchesPastTimeout } from "./dispatched-timeout.js";
+import { forgetEndedHolds, keptByHold, type HoldLimits } from "./job-holds.js";
 import { resendLostDispatches, type ResendLostDispatchesOptions } from "./resend-lost-dispatches.js";
 
 export interface JobTimeoutWatchdog {
@@ -38,7 +39,9 @@ export interface JobTimeoutWatchdogOptions {
   /** Tells a queued work message from one that was delivered or is gone. */
   dispatchQueue: DispatchQueue;
   /** Before that, a dispatch that left the stream without a start is sent again (resend-lost-dispatches.ts). */
-  resend?: ResendLostDispatchesOptions;
+  resend?: Omit<ResendLostDispatchesOptions, "dispatchHeld">;
+  /** How long a worker's HoldJob keeps a job from both timeouts (job-holds.ts). */
+  holds: HoldLimits;
 }
 
 /**
@@ -47,7 +50,7 @@ export interface JobTimeoutWatchdogOptions {
  * dispatched `dispatchedTimeoutMs` after its work message left the queue (dispatched-timeout.ts) fails with
  * PROVIDER_ERROR. Both free the job's concurrency slot.
  */
-export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs, dispatchQueue, resend }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
+export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, dispatchedTimeoutMs, dispatchQueue, resend, holds }: JobTimeoutWatchdogOptions): JobTimeoutWatchdog {
   let current: Promise<number> = Promise.resolve(0);
   const failUnlessEnded = async (jobId: string, error: { code: string; message: string }): Promise<number> => {
     try {
@@ -61,19 +64,30 @@ export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, d
   };
   const tick = async (): Promise<number> => {
     const now = Date.now();
+    await forgetEndedHolds(deps.db);
+    const runDeadline = sql<number>`j.started_at + (j.limits->>'maxRunSeconds')::bigint * 1000 + ${graceMs}::bigint`;
     const overdue = await deps.db
-      .selectFrom("job_views")
-      .select(["id", "limits"])
-      .where("status", "=", "running")
-      .where(sql<boolean>`started_at + (limits->>'maxRunSeconds')::bigint * 1000 + ${graceMs} < ${now}`)
+      .selectFrom("job_views as j")
+      .leftJoin("job_holds as h", "h.job_id", "j.id")
+      .select(["j.id", "j.limits"])
+      .where("j.status", "=", "running")
+      .where(sql<boolean>`${runDeadline} < ${now}`)
+      // A worker still storing a large output holds the job (job-holds.ts).
+      .where(sql<boolean>`not ${keptByHold(sql.ref("h.held_at"), runDeadline, now, holds)}`)
       .limit(100)
       .execute();
     let failed = 0;
     for (const job of overdue) {
       failed += await failUnlessEnded(job.id, { code: "PROVIDER_TIMEOUT", message: `The job exceeded the plan's run time limit of ${job.limits.maxRunSeconds} s` });
     }
-    if (resend) await resendLostDispatches(deps.db, deps.logger, resend, now);
-    for (const jobId of await dispatchesPastTimeout(deps.db, dispatchQueue, dispatchedTimeoutMs, now)) {
+    // Both steps ask for the same jobs' work messages: each is read from the stream once per pass.
+    const queue = readOncePerPass(dispatchQueue);
+    if (resend) {
+      const resent = await resendLostDispatches(deps.db, deps.logger, { ...resend, dispatchHeld: async (type, jobId) => (await queue.messageSequence(type, jobId)) !== null }, now);
+      // A resend's message is on its way to the stream: the timeout reads it again.
+      for (const jobId of resent) queue.forget(jobId);
+    }
+    for (const jobId of await dispatchesPastTimeout(deps.db, queue, dispatchedTimeoutMs, now, holds)) {
       deps.logger.warn({ jobId, dispatchedTimeoutMs }, "job's dispatch left the queue but no worker started it; failing it");
       failed += await failUnlessEnded(jobId, { code: "PROVIDER_ERROR", message: notStartedMessage(dispatchedTimeoutMs) });
     }
@@ -92,5 +106,22 @@ export function startJobTimeoutWatchdog(deps: JobsDeps, { intervalMs, graceMs, d
       clearInterval(timer);
       await current;
     },
+  };
+}
+
+/** A dispatch queue whose answers are kept for one pass, with a way to drop one that the pass has changed. */
+function readOncePerPass(queue: DispatchQueue): DispatchQueue & { forget(jobId: string): void } {
+  const sequences = new Map<string, Promise<number | null>>();
+  return {
+    deliveredThrough: () => queue.deliveredThrough(),
+    messageSequence: (jobType, jobId) => {
+      let sequence = sequences.get(jobId);
+      if (sequence === undefined) {
+        sequence = queue.messageSequence(jobType, jobId);
+        sequences.set(jobId, sequence);
+      }
+      return sequence;
+    },
+    forget: (jobId) => sequences.delete(jobId),
   };
 }

@@ -109,4 +109,23 @@ describe("resending lost dispatches", () => {
     expect(await workMessage(subject)).toBeNull();
     expect(await resendsOf(jobId)).toBe(0);
   });
+
+  it("reads each dispatched job's work message from the stream once per pass: the resend check and the dispatched timeout share it", async () => {
+    const { jobId, subject } = await dispatchedJob();
+    await pause(RESEND_AFTER_MS + 50);
+    // Every direct read of a stored message is a request on this subject; count those naming the job's subject.
+    let reads = 0;
+    const watched = harness.bus.subject(subject);
+    const subscription = harness.bus.nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, {
+      callback: (_error, message) => {
+        if (message.string().includes(watched)) reads += 1;
+      },
+    });
+    await harness.bus.nc.flush();
+    await harness.service.watchdog.tick();
+    await harness.bus.nc.flush();
+    subscription.unsubscribe();
+    expect(reads).toBe(1);
+    expect(await resendsOf(jobId)).toBe(0);
+  });
 });

@@ -1,9 +1,8 @@
 import { sql, type Kysely } from "kysely";
-import { STREAMS, type Bus } from "@renderbus/bus";
 import { enqueueOutbox } from "@renderbus/db";
 import type { Logger } from "@renderbus/telemetry";
 import type { JobsDatabase } from "../db/jobs-database.js";
-import { dispatchSubject, dispatchWorkMessage } from "../job/job-messages.js";
+import { dispatchWorkMessage } from "../job/job-messages.js";
 import { loadJob } from "../job/job-store.js";
 
 export interface ResendLostDispatchesOptions {
@@ -27,10 +26,10 @@ export interface ResendLostDispatchesOptions {
  * only when the job ends), so a resend follows only a message that is gone; should a fault remove one under a worker
  * still running it, the job runs twice as after a redelivery: the first report wins, the other gets a conflict. The
  * worker's crash ledger counts a poison job's crashes by job id, resends included.
- * Returns how many dispatches were sent again.
+ * Returns the ids of the jobs whose dispatch was sent again.
  */
-export async function resendLostDispatches(db: Kysely<JobsDatabase>, logger: Logger, options: ResendLostDispatchesOptions, now = Date.now()): Promise<number> {
-  if (options.max <= 0) return 0;
+export async function resendLostDispatches(db: Kysely<JobsDatabase>, logger: Logger, options: ResendLostDispatchesOptions, now = Date.now()): Promise<string[]> {
+  if (options.max <= 0) return [];
   const before = now - options.afterMs;
   const candidates = await db
     .selectFrom("job_views as j")
@@ -42,7 +41,7 @@ export async function resendLostDispatches(db: Kysely<JobsDatabase>, logger: Log
     .orderBy("j.dispatched_at")
     .limit(100)
     .execute();
-  let resent = 0;
+  const resent: string[] = [];
   for (const candidate of candidates) {
     if (await options.dispatchHeld(candidate.type, candidate.id)) continue;
     const sent = await db.transaction().execute(async (trx) => {
@@ -62,12 +61,7 @@ export async function resendLostDispatches(db: Kysely<JobsDatabase>, logger: Log
     });
     if (sent === undefined) continue;
     logger.warn({ jobId: candidate.id, resend: sent, max: options.max }, "job dispatched but its work message is gone and no worker started it; dispatch sent again");
-    resent += 1;
+    resent.push(candidate.id);
   }
   return resent;
-}
-
-/** Asks the dispatch stream for the last message on the job's subject (a direct read by subject, no consumer). */
-export function dispatchHeldIn(bus: Bus): ResendLostDispatchesOptions["dispatchHeld"] {
-  return async (jobType, jobId) => (await bus.lastMessage(STREAMS.jobDispatch, dispatchSubject(jobType, jobId))) !== null;
 }

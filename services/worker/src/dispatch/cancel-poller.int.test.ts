@@ -21,7 +21,7 @@ const unused = async (): Promise<never> => {
   throw new AppError("INTERNAL_ERROR", "not part of this test");
 };
 const jobsService: AsyncService<jobs.JobsServer> = {
-  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
+  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
   async startJob(request) {
     if (cancelled.has(request.jobId)) throw conflict("Job is cancelled and cannot start");
     started.add(request.jobId);

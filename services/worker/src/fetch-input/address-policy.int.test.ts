@@ -32,7 +32,7 @@ describe("input SSRF guard by default", () => {
     throw new AppError("INTERNAL_ERROR", "not part of this test");
   };
   const jobsService: AsyncService<jobs.JobsServer> = {
-    submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
+    submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
     startJob: async () => ({ job: undefined }),
     completeJob: async () => ({ job: undefined }),
     async failJob(request) {

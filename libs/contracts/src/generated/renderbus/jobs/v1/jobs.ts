@@ -214,6 +214,20 @@ export interface ReportResponse {
   job: Job | undefined;
 }
 
+/**
+ * A worker still holds the job's work message: preparing it (reserving credits, downloading and probing inputs)
+ * before StartJob, or finishing it (measuring and storing the output) after its run time. Each hold pushes the
+ * watchdog's deadline for the job to JOB_HOLD_TTL_MS from now, up to JOB_HOLD_MAX_MS past the deadline it had
+ * without holds. CONFLICT once the job is terminal (cancelled meanwhile: the worker stops), NOT_FOUND for no job.
+ */
+export interface HoldJobRequest {
+  jobId: string;
+  workerId: string;
+}
+
+export interface HoldJobResponse {
+}
+
 function createBaseJobResultMetadata(): JobResultMetadata {
   return { durationMs: undefined, width: undefined, height: undefined, fileSize: undefined };
 }
@@ -3344,6 +3358,151 @@ export const ReportResponse: MessageFns<ReportResponse> = {
   },
 };
 
+function createBaseHoldJobRequest(): HoldJobRequest {
+  return { jobId: "", workerId: "" };
+}
+
+export const HoldJobRequest: MessageFns<HoldJobRequest> = {
+  encode(message: HoldJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.workerId !== "") {
+      writer.uint32(18).string(message.workerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HoldJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHoldJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HoldJobRequest {
+    return {
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+    };
+  },
+
+  toJSON(message: HoldJobRequest): unknown {
+    const obj: any = {};
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HoldJobRequest>): HoldJobRequest {
+    return HoldJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HoldJobRequest>): HoldJobRequest {
+    const message = createBaseHoldJobRequest();
+    message.jobId = object.jobId ?? "";
+    message.workerId = object.workerId ?? "";
+    return message;
+  },
+};
+
+function createBaseHoldJobResponse(): HoldJobResponse {
+  return {};
+}
+
+export const HoldJobResponse: MessageFns<HoldJobResponse> = {
+  encode(_: HoldJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HoldJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHoldJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): HoldJobResponse {
+    return {};
+  },
+
+  toJSON(_: HoldJobResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<HoldJobResponse>): HoldJobResponse {
+    return HoldJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<HoldJobResponse>): HoldJobResponse {
+    const message = createBaseHoldJobResponse();
+    return message;
+  },
+};
+
 export type JobsService = typeof JobsService;
 export const JobsService = {
   submitJob: {
@@ -3446,6 +3605,15 @@ export const JobsService = {
     responseSerialize: (value: ReportResponse): Buffer => Buffer.from(ReportResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportResponse => ReportResponse.decode(value),
   },
+  holdJob: {
+    path: "/renderbus.jobs.v1.Jobs/HoldJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HoldJobRequest): Buffer => Buffer.from(HoldJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HoldJobRequest => HoldJobRequest.decode(value),
+    responseSerialize: (value: HoldJobResponse): Buffer => Buffer.from(HoldJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HoldJobResponse => HoldJobResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServer extends UntypedServiceImplementation {
@@ -3460,6 +3628,7 @@ export interface JobsServer extends UntypedServiceImplementation {
   startJob: handleUnaryCall<StartJobRequest, ReportResponse>;
   completeJob: handleUnaryCall<CompleteJobRequest, ReportResponse>;
   failJob: handleUnaryCall<FailJobRequest, ReportResponse>;
+  holdJob: handleUnaryCall<HoldJobRequest, HoldJobResponse>;
 }
 
 export interface JobsClient extends Client {
@@ -3618,6 +3787,21 @@ export interface JobsClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportResponse) => void,
+  ): ClientUnaryCall;
+  holdJob(
+    request: HoldJobRequest,
+    callback: (error: ServiceError | null, response: HoldJobResponse) => void,
+  ): ClientUnaryCall;
+  holdJob(
+    request: HoldJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HoldJobResponse) => void,
+  ): ClientUnaryCall;
+  holdJob(
+    request: HoldJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HoldJobResponse) => void,
   ): ClientUnaryCall;
 }
 
