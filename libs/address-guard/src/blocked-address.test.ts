@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createGuardedLookup, embeddedIpv4Addresses, isBlockedAddress, refuseBlockedLiteral, resolvesOnlyToAllowedAddresses } from "./index.js";
+import { createGuardedLookup, embeddedIpv4Addresses, isBlockedAddress, refuseBlockedLiteral } from "./index.js";
 import { BlockedAddressError } from "./blocked-address-error.js";
 
 /** The one table of what job inputs and webhooks may reach (both services use this library). */
@@ -119,11 +119,11 @@ describe("connect-time checks", () => {
     expect(address).toMatch(/^(127\.0\.0\.1|::1)$/);
   });
 
-  it("tells whether a host resolves only to allowed addresses", async () => {
-    expect(await resolvesOnlyToAllowedAddresses("localhost")).toBe(false);
-    expect(await resolvesOnlyToAllowedAddresses("127.0.0.1")).toBe(false);
-    expect(await resolvesOnlyToAllowedAddresses("[::1]")).toBe(false);
-    expect(await resolvesOnlyToAllowedAddresses("93.184.216.34")).toBe(true);
-    expect(await resolvesOnlyToAllowedAddresses("no-such-host.invalid")).toBe(false);
+  it("refuses a blocked IP literal handed to the lookup and hands a public one back as it is", async () => {
+    const lookup = createGuardedLookup();
+    const answerOf = (host: string) => new Promise<unknown[]>((resolve) => lookup(host, {}, (...answer) => resolve(answer)));
+    expect((await answerOf("127.0.0.1"))[0]).toMatchObject({ name: "BlockedAddressError", address: "127.0.0.1" });
+    expect((await answerOf("::1"))[0]).toMatchObject({ name: "BlockedAddressError", address: "::1" });
+    expect(await answerOf("93.184.216.34")).toEqual([null, "93.184.216.34", 4]);
   });
 });

@@ -67,19 +67,3 @@ export function refuseBlockedLiteral(host: string, isBlocked: AddressPolicy = is
   if (isIP(bare) === 0 || !isBlocked(bare)) return undefined;
   return new BlockedAddressError(bare);
 }
-
-/**
- * Whether every address `host` (a name or an IP literal) resolves to right now is allowed. Used after the fact, when
- * the connection itself was not guarded (ALLOW_PRIVATE_ADDRESSES), to decide whether what came back may be shown;
- * a failed lookup counts as not allowed.
- */
-export async function resolvesOnlyToAllowedAddresses(host: string, isBlocked: AddressPolicy = isBlockedAddress, resolver: HostResolver = systemHostResolver): Promise<boolean> {
-  const bare = host.replace(/^\[|\]$/g, "");
-  if (isIP(bare) !== 0) return !isBlocked(bare);
-  try {
-    const addresses = await resolver.resolve(bare);
-    return addresses.length > 0 && addresses.every((entry) => !isBlocked(entry.address));
-  } catch {
-    return false;
-  }
-}

@@ -3,7 +3,7 @@ import type { LookupAddress, LookupOptions } from "node:dns";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BlockedAddressError, createGuardedLookup, createHostLookup, createHostResolver, isBlockedAddress, resolvesOnlyToAllowedAddresses, type LookupFunction } from "./index.js";
+import { BlockedAddressError, createGuardedLookup, createHostLookup, createHostResolver, isBlockedAddress, type LookupFunction } from "./index.js";
 import { startStubDnsServer, type StubDnsServer } from "./testing/stub-dns-server.js";
 
 const TIMEOUT_MS = 1_000;
@@ -70,7 +70,11 @@ describe("host name resolution for the connect step", () => {
     const outcome = await lookupOf(createGuardedLookup(isBlockedAddress, resolver), hostname);
     expect(outcome.error).toBeInstanceOf(BlockedAddressError);
     expect(outcome.error).toMatchObject({ host: hostname, address: refused });
-    expect(await resolvesOnlyToAllowedAddresses(hostname, isBlockedAddress, resolver)).toBe(false);
+  });
+
+  it("fails a name DNS has no address for with ENOTFOUND instead of connecting", async () => {
+    const outcome = await lookupOf(createGuardedLookup(isBlockedAddress, resolver), "nobody.tenant-b.test");
+    expect(outcome).toMatchObject({ error: { code: "ENOTFOUND" }, addresses: [] });
   });
 
   it("answers names in the hosts file from it, without asking DNS", async () => {

@@ -1,6 +1,6 @@
 import dns, { type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
-import { hostsFileAddresses, SYSTEM_HOSTS_FILE } from "./hosts-file.js";
+import { createHostsFile } from "./hosts-file.js";
 
 /**
  * How long resolving one host name may take in all (A and AAAA together), whatever resolv.conf lists (several
@@ -42,7 +42,7 @@ export function createHostResolver(options: HostResolverOptions = {}): HostResol
   // Two tries, so that one lost datagram does not fail a lookup; the deadline below bounds the whole.
   const resolver = new dns.promises.Resolver({ timeout: Math.ceil(timeoutMs / 2), tries: 2 });
   if (options.servers) resolver.setServers(options.servers);
-  const hostsFile = options.hostsFile ?? SYSTEM_HOSTS_FILE;
+  const hostsFile = createHostsFile(options.hostsFile);
 
   const askDns = async (hostname: string, family: number): Promise<LookupAddress[]> => {
     const timedOut = () => dnsError("ETIMEOUT", `DNS lookup of ${hostname} timed out after ${timeoutMs} ms`, hostname);
@@ -68,7 +68,7 @@ export function createHostResolver(options: HostResolverOptions = {}): HostResol
     async resolve(hostname, family = 0) {
       const ipFamily = isIP(hostname);
       if (ipFamily !== 0) return [{ address: hostname, family: ipFamily }];
-      const fromFile = (await hostsFileAddresses(hostname, hostsFile)).filter((entry) => family === 0 || entry.family === family);
+      const fromFile = (await hostsFile.addresses(hostname)).filter((entry) => family === 0 || entry.family === family);
       if (fromFile.length > 0) return fromFile;
       return askDns(hostname, family);
     },
