@@ -44,8 +44,11 @@ export const jobsConfigSchema = commonConfigSchema.extend({
    * inputs may outlast DISPATCHED_TIMEOUT_MS, storing a large output the run-time grace. Default 3 min.
    */
   JOB_HOLD_TTL_MS: z.coerce.number().int().positive().default(3 * 60 * 1000),
-  /** Holds never keep a job past the deadline it would have without them by more than this (a worker hung while holding). Default 1 h. */
-  JOB_HOLD_MAX_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
+  /**
+   * Holds never keep a job past the deadline it would have without them by more than this (a worker hung while
+   * holding). Default 3 h: two 5 GB scale-plan inputs at the worker's minimum download rate (2 MiB/s) take 85 min.
+   */
+  JOB_HOLD_MAX_MS: z.coerce.number().int().positive().default(3 * 60 * 60 * 1000),
   /** How often expired rows (idempotency keys, finished webhook deliveries) are pruned (src/retention/prune.ts). */
   RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60 * 60 * 1000),
   /** Finished webhook deliveries on job records are kept this long (the dispatcher's own retention, same variable). */

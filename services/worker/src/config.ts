@@ -39,8 +39,13 @@ export const workerConfigSchema = commonConfigSchema.extend({
   WORKER_PROGRESS: z.enum(["on", "off"]).default("on"),
   /** Download links stay valid this long. */
   OUTPUT_RETENTION_DAYS: z.coerce.number().positive().default(7),
-  /** Whole-download deadline per input. */
+  /** Whole-download deadline per input, for a download slower than INPUT_MIN_BYTES_PER_SECOND. */
   INPUT_FETCH_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /**
+   * Past INPUT_FETCH_TIMEOUT_MS, a download goes on while it averages at least this many bytes a second since it
+   * started, up to the plan's max input size at that rate (a 5 GB scale input: 43 min at the default 2 MiB/s).
+   */
+  INPUT_MIN_BYTES_PER_SECOND: z.coerce.number().int().positive().default(2 * 1024 * 1024),
   /** Input download: TCP connect plus TLS handshake (a server that accepts and never answers). */
   INPUT_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** Input download: from connected to the end of the response headers. */

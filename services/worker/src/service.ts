@@ -85,6 +85,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     outputSigningSecret: config.OUTPUT_SIGNING_SECRET,
     outputRetentionMs: retentionMs,
     inputFetchTimeoutMs: config.INPUT_FETCH_TIMEOUT_MS,
+    inputMinBytesPerSecond: config.INPUT_MIN_BYTES_PER_SECOND,
     // Ephemeral: a core NATS message per tick, no event-store event (docs/concepts.md, "Progress"). None with
     // WORKER_PROGRESS=off.
     ...(config.WORKER_PROGRESS === "on"

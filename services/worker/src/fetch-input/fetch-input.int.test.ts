@@ -1,5 +1,6 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer } from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobCancelledError, JobFailure } from "../job-failure.js";
@@ -25,13 +26,14 @@ afterAll(async () => {
 });
 
 let counter = 0;
-function fetchTo(url: string, options: { agent?: typeof development; maxBytes?: number; timeoutMs?: number; signal?: AbortSignal } = {}) {
+function fetchTo(url: string, options: { agent?: typeof development; maxBytes?: number; timeoutMs?: number; minBytesPerSecond?: number; signal?: AbortSignal } = {}) {
   return fetchInput({
     name: "source",
     url,
     destination: path.join(dir, `download-${counter++}`),
     maxBytes: options.maxBytes ?? 10 * 1024 * 1024,
     timeoutMs: options.timeoutMs ?? 5000,
+    ...(options.minBytesPerSecond ? { minBytesPerSecond: options.minBytesPerSecond } : {}),
     agent: options.agent ?? development,
     signal: options.signal ?? new AbortController().signal,
   });
@@ -75,6 +77,58 @@ describe("fetching inputs", () => {
     const controller = new AbortController();
     controller.abort();
     await expect(fetchTo(`${server.url}/files/video.mp4`, { signal: controller.signal })).rejects.toBeInstanceOf(JobCancelledError);
+  });
+});
+
+/** Serves `total` bytes in chunks of `chunk` every `everyMs`: a link of a known speed. */
+async function startPacedServer(total: number, chunk: number, everyMs: number) {
+  const paced = createServer((_request, response) => {
+    response.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
+    let sent = 0;
+    const timer = setInterval(() => {
+      const size = Math.min(chunk, total - sent);
+      response.write(Buffer.alloc(size, 1));
+      sent += size;
+      if (sent >= total) {
+        clearInterval(timer);
+        response.end();
+      }
+    }, everyMs);
+    response.on("close", () => clearInterval(timer));
+  });
+  await new Promise<void>((done) => paced.listen(0, "127.0.0.1", done));
+  return {
+    url: `http://127.0.0.1:${(paced.address() as { port: number }).port}/paced.bin`,
+    close: () => {
+      paced.closeAllConnections();
+      return new Promise<void>((done) => paced.close(() => done()));
+    },
+  };
+}
+
+describe("the whole-download deadline, scaled to the plan's input size for a download that keeps up the minimum rate", () => {
+  it("lets a download that keeps up INPUT_MIN_BYTES_PER_SECOND go past INPUT_FETCH_TIMEOUT_MS (a large input on a fair link)", async () => {
+    // 640 KB at about 320 KB/s: about 2 s, four times the 500 ms deadline, far above the 16 KB/s minimum.
+    const paced = await startPacedServer(640 * 1024, 32 * 1024, 100);
+    try {
+      await expect(fetchTo(paced.url, { timeoutMs: 500, minBytesPerSecond: 16 * 1024 })).resolves.toMatchObject({ size: 640 * 1024 });
+      // Without the rate, the same download is cut at the deadline as before.
+      expect((await failureOf(fetchTo(paced.url, { timeoutMs: 500 }))).message).toBe("inputs.source: timed out after 500 ms");
+    } finally {
+      await paced.close();
+    }
+  });
+
+  it("cuts a download averaging under the minimum rate once INPUT_FETCH_TIMEOUT_MS has passed, naming both rates", async () => {
+    // About 5 KB/s against a 16 KB/s minimum: a trickle that would take minutes.
+    const paced = await startPacedServer(1024 * 1024, 1024, 200);
+    try {
+      const failure = await failureOf(fetchTo(paced.url, { timeoutMs: 500, minBytesPerSecond: 16 * 1024 }));
+      expect(failure.code).toBe("INPUT_ERROR");
+      expect(failure.message).toMatch(/^inputs\.source: arrived at \d+ bytes\/s, under the 16384 bytes\/s a download must keep up after its first 500 ms$/);
+    } finally {
+      await paced.close();
+    }
   });
 });
 

@@ -21,8 +21,16 @@ export interface FetchInputOptions {
   url: string;
   destination: string;
   maxBytes: number;
-  /** Whole-download deadline, redirects included. */
+  /**
+   * Whole-download deadline, redirects included, for a download slower than `minBytesPerSecond`; without that rate,
+   * for every download.
+   */
   timeoutMs: number;
+  /**
+   * Past `timeoutMs`, a download goes on while its average rate since its start is at least this (INPUT_MIN_BYTES_PER_SECOND),
+   * up to `maxBytes` at this rate: a plan's 5 GB input cannot arrive in the 2 minutes a 100 MB one gets.
+   */
+  minBytesPerSecond?: number;
   /** How to connect (SSRF guard) and the connect / headers / body-idle deadlines. */
   agent: InputAgent;
   /** Aborted when the job is cancelled. */
@@ -38,6 +46,13 @@ function formatBytes(bytes: number): string {
 const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
 
 class TooLargeError extends Error {}
+
+/** Past the whole-download deadline, the body arrives slower on average than the minimum rate. */
+class TooSlowError extends Error {
+  constructor(readonly bytesPerSecond: number) {
+    super("download too slow");
+  }
+}
 
 /** The connection ended before a body with a Content-Length or chunked framing was whole. */
 class TruncatedError extends Error {}
@@ -140,11 +155,12 @@ function openResponse(url: URL, agent: InputAgent, signal: AbortSignal): Promise
 }
 
 /** Writes the body to `destination` through a byte counter; resolves with the size once the whole body is on disk. */
-async function saveBody(exchange: Exchange, destination: string, maxBytes: number): Promise<number> {
+async function saveBody(exchange: Exchange, destination: string, maxBytes: number, received: { bytes: number }): Promise<number> {
   let size = 0;
   const cap = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       size += chunk.length;
+      received.bytes = size;
       if (size > maxBytes) return callback(new TooLargeError());
       exchange.bodyProgress();
       callback(null, chunk);
@@ -174,13 +190,18 @@ const codeOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoExc
 function describeFailure(
   error: unknown,
   exchange: Exchange | undefined,
-  context: { name: string; maxBytes: number; timeoutMs: number; timedOut: boolean; agent: InputAgent },
+  context: { name: string; maxBytes: number; timeoutMs: number; timedOut: boolean; deadlineMs: number; tooSlow: TooSlowError | undefined; minBytesPerSecond: number | undefined; agent: InputAgent },
 ): JobFailure {
   const { name, agent } = context;
   const cause = causeOf(error);
   if (cause instanceof TooLargeError) return inputError(`inputs.${name}: is larger than the plan's input limit of ${formatBytes(context.maxBytes)}`);
   if (cause instanceof BlockedAddressError) return inputError(`inputs.${name}: the URL points to an address that is not allowed`);
-  if (context.timedOut) return inputError(`inputs.${name}: timed out after ${seconds(context.timeoutMs)}`);
+  if (context.tooSlow) {
+    return inputError(
+      `inputs.${name}: arrived at ${formatBytes(Math.round(context.tooSlow.bytesPerSecond))}/s, under the ${formatBytes(context.minBytesPerSecond ?? 0)}/s a download must keep up after its first ${seconds(context.timeoutMs)}`,
+    );
+  }
+  if (context.timedOut) return inputError(`inputs.${name}: timed out after ${seconds(context.deadlineMs)}`);
   const stalled = exchange?.timer.fired ?? (cause instanceof StalledError ? cause : undefined);
   if (stalled?.phase === "connect") return inputError(`inputs.${name}: connection timed out`);
   if (stalled?.phase === "headers") return inputError(`inputs.${name}: the server did not answer within ${seconds(agent.headersTimeoutMs)}`);
@@ -198,7 +219,7 @@ function describeFailure(
 function causeOf(error: unknown): unknown {
   let current = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    if (current instanceof BlockedAddressError || current instanceof TooLargeError || current instanceof StalledError || current instanceof TruncatedError) {
+    if (current instanceof BlockedAddressError || current instanceof TooLargeError || current instanceof TooSlowError || current instanceof StalledError || current instanceof TruncatedError) {
       return current;
     }
     if (!current.cause) break;
@@ -209,16 +230,20 @@ function causeOf(error: unknown): unknown {
 
 /**
  * Downloads an input URL to `destination` with Node's core http/https clients: a size cap (by Content-Length and by
- * counting), a whole-download deadline plus connect / headers / body-idle deadlines, at most MAX_REDIRECTS
- * redirects, each hop through the SSRF-guarded agent.
+ * counting), a whole-download deadline (extended for a download that keeps up the minimum rate) plus connect /
+ * headers / body-idle deadlines, at most MAX_REDIRECTS redirects, each hop through the SSRF-guarded agent.
  * @returns the number of bytes written and the declared content type.
  * @throws JobFailure INPUT_ERROR (unreachable, refused address, HTTP error, invalid or cut-off response, too large,
  *   timed out), or JobCancelledError when `signal` fires.
  */
 export async function fetchInput(options: FetchInputOptions): Promise<{ size: number; contentType: string | undefined }> {
-  const { name, maxBytes, agent } = options;
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = AbortSignal.any([options.signal, timeout]);
+  const { name, maxBytes, agent, minBytesPerSecond } = options;
+  const received = { bytes: 0 };
+  const rate = minBytesPerSecond ? keepUpWith(minBytesPerSecond, options.timeoutMs, received) : undefined;
+  // A download that keeps up the rate is done by then: maxBytes at that rate.
+  const deadlineMs = rate ? Math.max(options.timeoutMs, Math.ceil((maxBytes / rate.minBytesPerSecond) * 1000)) : options.timeoutMs;
+  const timeout = AbortSignal.timeout(deadlineMs);
+  const signal = AbortSignal.any([options.signal, timeout, ...(rate ? [rate.signal] : [])]);
   let url = options.url;
   let exchange: Exchange | undefined;
   try {
@@ -245,15 +270,47 @@ export async function fetchInput(options: FetchInputOptions): Promise<{ size: nu
         exchange.request.destroy();
         throw inputError(`inputs.${name}: is larger than the plan's input limit of ${formatBytes(maxBytes)}`);
       }
-      const size = await saveBody(exchange, options.destination, maxBytes);
+      const size = await saveBody(exchange, options.destination, maxBytes, received);
       const contentType = response.headers["content-type"];
       return { size, contentType };
     }
   } catch (error) {
     if (options.signal.aborted) throw new JobCancelledError();
     if (error instanceof Error && error.name === "JobFailure") throw error;
-    throw describeFailure(error, exchange, { name, maxBytes, timeoutMs: options.timeoutMs, timedOut: timeout.aborted, agent });
+    const tooSlow = rate?.signal.aborted ? (rate.signal.reason as TooSlowError) : undefined;
+    throw describeFailure(error, exchange, { name, maxBytes, timeoutMs: options.timeoutMs, timedOut: timeout.aborted, deadlineMs, tooSlow, minBytesPerSecond, agent });
   } finally {
+    rate?.stop();
     exchange?.request.destroy();
   }
+}
+
+/** How often the average rate is checked once the grace period is over. */
+const RATE_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * A signal that aborts (with a {@link TooSlowError}) when, after `graceMs`, the bytes `received` since now average
+ * less than `minBytesPerSecond`: what curl's --speed-limit does, on the average rather than a window, so a download
+ * that started fast is not cut by one slow stretch.
+ */
+function keepUpWith(minBytesPerSecond: number, graceMs: number, received: { bytes: number }) {
+  const started = performance.now();
+  const controller = new AbortController();
+  let interval: NodeJS.Timeout | undefined;
+  const check = () => {
+    const bytesPerSecond = received.bytes / ((performance.now() - started) / 1000);
+    if (bytesPerSecond < minBytesPerSecond) controller.abort(new TooSlowError(bytesPerSecond));
+  };
+  const grace = setTimeout(() => {
+    check();
+    interval = setInterval(check, RATE_CHECK_INTERVAL_MS);
+  }, graceMs);
+  return {
+    minBytesPerSecond,
+    signal: controller.signal,
+    stop() {
+      clearTimeout(grace);
+      clearInterval(interval);
+    },
+  };
 }

@@ -57,6 +57,8 @@ export async function downloadInputs(options: {
   workDir: string;
   maxBytes: number;
   timeoutMs: number;
+  /** Past `timeoutMs`, the rate a URL download must keep up to go on (fetch-input.ts); none: `timeoutMs` for all. */
+  minBytesPerSecond?: number;
   agent: InputAgent;
   signal: AbortSignal;
 }): Promise<{ inputs: Record<string, string>; probes: Record<string, MediaProbe> }> {
@@ -69,7 +71,16 @@ export async function downloadInputs(options: {
       destination = await readUpload({ name, id: url, orgId: options.uploads.orgId, uploads: options.uploads.store, maxBytes: options.maxBytes, workDir: options.workDir });
     } else {
       destination = path.join(options.workDir, `input-${name.replace(/[^a-z0-9]/gi, "_")}${inputExtension(url)}`);
-      await fetchInput({ name, url, destination, maxBytes: options.maxBytes, timeoutMs: options.timeoutMs, agent: options.agent, signal: options.signal });
+      await fetchInput({
+        name,
+        url,
+        destination,
+        maxBytes: options.maxBytes,
+        timeoutMs: options.timeoutMs,
+        ...(options.minBytesPerSecond ? { minBytesPerSecond: options.minBytesPerSecond } : {}),
+        agent: options.agent,
+        signal: options.signal,
+      });
     }
     inputs[name] = destination;
     try {

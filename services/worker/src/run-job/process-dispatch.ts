@@ -35,6 +35,8 @@ export interface JobRunnerDeps {
   outputSigningSecret: string;
   outputRetentionMs: number;
   inputFetchTimeoutMs: number;
+  /** INPUT_MIN_BYTES_PER_SECOND: past inputFetchTimeoutMs, a download keeping up this rate goes on. */
+  inputMinBytesPerSecond?: number;
   /** Where a running job's progress goes (core NATS in the worker); none: not reported. */
   publishProgress?: PublishProgress;
   /** Used when a work message carries no limits (older producers). */
@@ -100,6 +102,7 @@ export async function processDispatch(
       workDir,
       maxBytes: limits.maxInputBytes,
       timeoutMs: deps.inputFetchTimeoutMs,
+      ...(deps.inputMinBytesPerSecond ? { minBytesPerSecond: deps.inputMinBytesPerSecond } : {}),
       agent: deps.inputAgent,
       signal,
     });
