@@ -210,4 +210,15 @@ export const migrations: Migrations = {
         for each row execute function notify_endpoints_changed()`.execute(db);
     },
   },
+  "2026-12-02-001-deliveries-by-org-due": {
+    async up(db: Kysely<any>) {
+      // The claim's way to orgs other than the ones heading the due queue (src/deliveries/delivery-queue.ts): one
+      // descent from each org to the next with a queued row, in hashtext(org_id) order (a random start, fair to every
+      // org; org ids sort by creation), and an org's earliest due rows. Without it, an org at its in-flight cap heading
+      // the queue made every claim read that org's whole backlog. The predicate is deliveries_due's: still needed for
+      // the queue's earliest time; deliveries_leased still counts an org's leases (leased rows sit here among its
+      // future retries).
+      await sql`create index deliveries_org_due on deliveries (hashtext(org_id), org_id, next_attempt_at) where next_attempt_at is not null`.execute(db);
+    },
+  },
 };
