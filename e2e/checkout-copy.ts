@@ -2,6 +2,8 @@ import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+// @ts-expect-error: a plain ES module script without types
+import { INSTALL_MARKER } from "../scripts/install-plan.mjs";
 import { repoRoot } from "./helpers.js";
 
 const run = promisify(execFile);
@@ -51,10 +53,12 @@ export async function copyCheckout(target: string): Promise<void> {
     // Relative links (../../libs/bus): inside the copy they point at the copy's workspace folders.
     symlinkSync(readlinkSync(join(repoRoot, "node_modules", "@renderbus", entry)), join(modules, "@renderbus", entry));
   }
-  // scripts/bootstrap.mjs installs when a manifest is newer than this marker; the copy's dependencies are this
-  // checkout's, so it counts as installed now.
-  cpSync(join(repoRoot, "node_modules", ".package-lock.json"), join(modules, ".package-lock.json"));
-  const now = new Date();
-  utimesSync(join(modules, ".package-lock.json"), now, now);
+  // scripts/bootstrap.mjs installs when a manifest is newer than its marker (scripts/install-plan.mjs); the copy's
+  // dependencies are this checkout's, so it counts as installed now. npm's own lockfile goes too (npm reads it).
+  for (const marker of [INSTALL_MARKER, ".package-lock.json"]) {
+    cpSync(join(repoRoot, "node_modules", marker), join(modules, marker));
+    const now = new Date();
+    utimesSync(join(modules, marker), now, now);
+  }
 }
 
