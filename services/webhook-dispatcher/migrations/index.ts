@@ -221,4 +221,22 @@ export const migrations: Migrations = {
       await sql`create index deliveries_org_due on deliveries (hashtext(org_id), org_id, next_attempt_at) where next_attempt_at is not null`.execute(db);
     },
   },
+  "2026-12-02-002-deliveries-by-org-endpoint-due": {
+    async up(db: Kysely<any>) {
+      // deliveries_org_due with the endpoint after the org: the claim's walk steps from endpoint to endpoint, so that it
+      // steps over a gated (FIFO or rate-limited) endpoint's backlog in one descent instead of reading it row by row,
+      // and still reaches the org's other endpoints; an endpoint's earliest due rows are one range of it.
+      await sql`drop index deliveries_org_due`.execute(db);
+      await sql`create index deliveries_org_endpoint_due on deliveries (hashtext(org_id), org_id, endpoint_id, next_attempt_at) where next_attempt_at is not null`.execute(db);
+    },
+  },
+  "2026-12-02-003-fifo-head-order": {
+    async up(db: Kysely<any>) {
+      // A FIFO endpoint's head is its first pending delivery by `sequence nulls first` (src/deliveries/endpoint-flow.ts,
+      // dueFifoHeadOf); this index had `sequence` in the default order (nulls last), which cannot serve that, so each
+      // head was found by reading and sorting the endpoint's whole backlog. Same columns and predicate otherwise.
+      await sql`drop index deliveries_endpoint_pending`.execute(db);
+      await sql`create index deliveries_endpoint_pending on deliveries (org_id, endpoint_id, sequence nulls first, created_at, id) where status = 'pending'`.execute(db);
+    },
+  },
 };

@@ -7,6 +7,7 @@ import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
 import { toDeliveryMessage } from "../rpc/delivery-message.js";
 import { claimDueDeliveries, releaseLease } from "./delivery-queue.js";
+import { dueFifoHeadOf } from "./endpoint-flow.js";
 import { insertDeliveries, type NewDelivery } from "./insert-deliveries.js";
 import type { DeliveryRow } from "./delivery.js";
 
@@ -15,7 +16,8 @@ let db: Kysely<DispatcherTables>;
 const LEASE_MS = 10_000;
 
 beforeAll(async () => {
-  database = createDatabase<DispatcherTables>({ url: await createTestDatabase("dispatcherclaim"), schema: DISPATCHER_SCHEMA, maxConnections: 2 });
+  // Enough connections for concurrent claims to really run side by side.
+  database = createDatabase<DispatcherTables>({ url: await createTestDatabase("dispatcherclaim"), schema: DISPATCHER_SCHEMA, maxConnections: 8 });
   db = database.db;
   await migrateToLatest(db, DISPATCHER_SCHEMA, migrations);
 });
@@ -83,14 +85,16 @@ async function dueAt(orgId: string, times: number[]): Promise<string[]> {
 /**
  * `count` pending deliveries of `orgId` due at `now`, as insertDeliveries stores them, in one plain statement: a
  * fixture. (insertDeliveries counts the org's leases once per row it inserts; with the plan PostgreSQL picks on these
- * small test tables each count reads the org's rows, and 20,000 rows took 25 s.)
+ * small test tables each count reads the org's rows, and 20,000 rows took 25 s.) To a FIFO endpoint (`sequenced`) they
+ * are numbered from 1 as the insert numbers them.
  */
-async function backlog(orgId: string, count: number, now: number): Promise<void> {
+async function backlog(orgId: string, count: number, now: number, { endpointId = "ep_default", sequenced = false } = {}): Promise<void> {
   const ids = Array.from({ length: count }, () => newId("del"));
   await sql`
-    insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, next_attempt_at, event_at, created_at, trace_headers, announced)
-    select id, ${orgId}, 'job.running', 'evt_' || id, null, null, 'http://127.0.0.1:9/', '{}', 'pending', ${now}::bigint, ${now}::bigint, ${now}::bigint, '{}', false
-    from unnest(${ids}::text[]) as id`.execute(db);
+    insert into deliveries (id, org_id, event, source_event_id, job_id, batch_id, url, body, status, next_attempt_at, event_at, created_at, trace_headers, announced, endpoint_id, sequence)
+    select id, ${orgId}, 'job.running', 'evt_' || id, null, null, 'http://127.0.0.1:9/', '{}', 'pending', ${now}::bigint, ${now}::bigint, ${now}::bigint, '{}', false,
+           ${endpointId}, case when ${sequenced}::boolean then n end
+    from unnest(${ids}::text[]) with ordinality as v(id, n)`.execute(db);
 }
 
 /**
@@ -138,7 +142,8 @@ describe("claiming while an org at its in-flight cap heads the queue", () => {
     const [middleId] = await dueAt(middle, [now + 5]);
     const lateIds = await dueAt(late, [now + 10, now + 11, now + 12]);
     const claimed = await claim(now + 20, 3, 2);
-    expect(claimed.map((row) => row.id)).toEqual([earlyIds[1], middleId, lateIds[0]]);
+    // Which rows, not in what order: UPDATE ... RETURNING promises none.
+    expect(claimed.map((row) => row.id).sort()).toEqual([earlyIds[1]!, middleId!, lateIds[0]!].sort());
     expect((await claim(now + 21, 10, 2)).map((row) => row.id)).toEqual([lateIds[1]]);
   });
 
@@ -152,6 +157,95 @@ describe("claiming while an org at its in-flight cap heads the queue", () => {
     const { claimed, read } = await measuredClaim(now + 1, 10, 8);
     expect(claimed).toEqual([]);
     expect(read).toBeLessThan(1000);
+  });
+});
+
+/** A gated endpoint of `orgId` (rate-limited, FIFO or both); its id. */
+async function gatedEndpoint(orgId: string, settings: { ordering: "none" | "fifo"; rate: number | null }): Promise<string> {
+  const id = newId("ep");
+  await sql`insert into endpoints (org_id, id, url, events, ordering, rate_limit_per_second, created_at, updated_at)
+            values (${orgId}, ${id}, 'http://127.0.0.1:9/', ${["*"]}::text[], ${settings.ordering}, ${settings.rate}, 0, 0)`.execute(db);
+  return id;
+}
+
+describe("claiming while a gated endpoint's backlog heads the queue", () => {
+  // Only claimGatedDeliveries takes a gated endpoint's deliveries, at the endpoint's pace: its backlog stays due.
+  const gatedKinds = [
+    { kind: "rate-limited", settings: { ordering: "none", rate: 1 } },
+    { kind: "FIFO", settings: { ordering: "fifo", rate: null } },
+  ] as const;
+  for (const { kind, settings } of gatedKinds) {
+    it(`claims another org's delivery without reading a ${kind} endpoint's backlog, and nothing of that backlog`, async () => {
+      const now = Date.now();
+      const [gated, other] = [newId("org"), newId("org")];
+      const endpointId = await gatedEndpoint(gated, settings);
+      await backlog(gated, 20_000, now - 1000, { endpointId, sequenced: settings.ordering === "fifo" });
+      const [otherId] = await dueAt(other, [now]);
+      const { claimed, read } = await measuredClaim(now + 1, 10, 8);
+      expect(claimed.map((row) => row.id)).toEqual([otherId]);
+      // Skipping the backlog row by row read 20,002 here (each row, and its endpoint looked up for each); a claim reads
+      // what `limit` bounds, whatever the backlog.
+      expect(read).toBeLessThan(1000);
+    });
+  }
+
+  it("claims the org's deliveries to its other endpoints behind it, oldest first, within the org's cap", async () => {
+    const now = Date.now();
+    const [gated, other] = [newId("org"), newId("org")];
+    const endpointId = await gatedEndpoint(gated, { ordering: "none", rate: 1 });
+    await backlog(gated, 200, now - 1000, { endpointId });
+    const ownIds = await dueAt(gated, [now + 1, now + 3, now + 4]);
+    const [otherId] = await dueAt(other, [now + 2]);
+    const claimed = await claim(now + 10, 10, 2);
+    expect(claimed.map((row) => row.id).sort()).toEqual([ownIds[0], otherId, ownIds[1]].sort());
+    expect(await claim(now + 11, 10, 2)).toEqual([]);
+  });
+
+  it("gives concurrent claims disjoint rows, none of the gated endpoint", async () => {
+    const now = Date.now();
+    const gated = newId("org");
+    const endpointId = await gatedEndpoint(gated, { ordering: "none", rate: 1 });
+    await backlog(gated, 2000, now - 1000, { endpointId });
+    const orgs = Array.from({ length: 30 }, () => newId("org"));
+    const ids = (await Promise.all(orgs.map((orgId, i) => dueAt(orgId, [now + i, now + i + 1])))).flat();
+    // Each claim's head is gated rows only: each takes its rows from the walk.
+    const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimDueDeliveries(db, { limit: 4, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: `replica-${i}`, now: now + 100 })));
+    const claimed = claims.flat().map((row) => row.id);
+    expect(new Set(claimed).size).toBe(claimed.length);
+    expect(claimed.every((id) => ids.includes(id))).toBe(true);
+    // Whatever they left, the next claim takes, and nothing of the gated endpoint.
+    const rest = (await claim(now + 101, 100)).map((row) => row.id);
+    expect([...claimed, ...rest].sort()).toEqual([...ids].sort());
+  });
+});
+
+describe("a FIFO endpoint's head, however long its queue", () => {
+  it("is found by reading its first entries, not the whole queue, and not while one of the endpoint's deliveries is leased", async () => {
+    const now = Date.now();
+    const orgId = newId("org");
+    const endpointId = await gatedEndpoint(orgId, { ordering: "fifo", rate: null });
+    await backlog(orgId, 20_000, now - 1000, { endpointId, sequenced: true });
+    await sql`analyze deliveries`.execute(db);
+    const head = () =>
+      db.transaction().execute(async (trx) => {
+        const before = await rowsRead(trx);
+        const { rows } = await sql<{ id: string }>`
+          select h.id from (values (${orgId}::text, ${endpointId}::text)) s(org_id, endpoint_id)
+          cross join lateral (${dueFifoHeadOf(sql.ref("s.org_id"), sql.ref("s.endpoint_id"), now)}) h`.execute(trx);
+        return { ids: rows.map((row) => row.id), read: (await rowsRead(trx)) - before };
+      });
+    const { rows: first } = await sql<{ id: string }>`select id from deliveries where endpoint_id = ${endpointId} and sequence = 1`.execute(db);
+    const found = await head();
+    expect(found.ids).toEqual([first[0]!.id]);
+    // The order the index did not have read and sorted all 20,000 (and the lease check read them again).
+    expect(found.read).toBeLessThan(100);
+
+    // A delivery behind the head held by a replica (the head failed meanwhile, then this was sent): the queue waits.
+    await sql`update deliveries set lease_until = ${now + 60_000}, lease_token = 'replica-a', next_attempt_at = ${now + 60_000}
+              where endpoint_id = ${endpointId} and sequence = 2`.execute(db);
+    const held = await head();
+    expect(held.ids).toEqual([]);
+    expect(held.read).toBeLessThan(100);
   });
 });
 

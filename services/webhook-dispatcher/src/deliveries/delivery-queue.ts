@@ -21,12 +21,12 @@ export interface ClaimOptions {
 }
 
 /**
- * The claim's window per row it may take: rows read from the head of the due queue, and both the orgs with due work
- * the walk gathers and the free slots it fills with their rows (see claimDueDeliveries).
+ * The claim's window per row it may take: rows read from the head of the due queue, and both the endpoints with due
+ * work the walk gathers and the free slots it fills with their rows (see claimDueDeliveries).
  */
 const CLAIM_WINDOW_PER_ROW = 4;
 
-/** Orgs the walk may visit per row of the window: each visit is one descent of an index. */
+/** Endpoints the walk may visit per row of the window: each visit is one descent of an index. */
 const WALK_VISITS_PER_WINDOW_ROW = 4;
 
 /**
@@ -35,108 +35,124 @@ const WALK_VISITS_PER_WINDOW_ROW = 4;
  * receiver cannot take every slot. A claimed row is due again when its lease runs out (`next_attempt_at` moves to
  * the lease's end), which is how a crashed holder's deliveries come back; recording the attempt sets the real next
  * time. Deliveries of gated endpoints (FIFO or rate-limited) are left to claimGatedDeliveries (endpoint-flow.ts).
- * Oldest due first across orgs; how far that holds when an org at its cap heads the queue is said below.
+ * Oldest due first across orgs; how far that holds when an org at its cap or a gated endpoint heads the queue is said
+ * below.
  */
 export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
   if (limit <= 0) return [];
   // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
   // and each round trip costs a socket write and a wake-up here and a backend cycle in PostgreSQL. Rows in flight are
   // not due (their next_attempt_at is their lease's end), so the scans start at the first claimable row instead of
-  // walking past every lease. Two sources of rows, so that no claim's cost grows with one org's backlog:
-  // - `head`: the first `window` due rows in due order (deliveries_due), whatever their org, locked as they are read
-  //   (so concurrent claims take disjoint rows; rows of capped orgs are locked too, until the statement ends); each of
-  //   their orgs' leases is counted once. Usually that is all: when they hold `limit` rows of orgs below their cap,
-  //   those are the oldest claimable rows there are, and when the queue has fewer due rows than `window`, head saw
-  //   every one of them. (Filtering orgs at their cap inside this scan, before its limit, read an org's whole backlog
-  //   on every claim while it sat at its cap: 370 ms a claim behind 400,000 rows of one slow receiver.)
-  // - `walk`, only when head is full yet yields fewer than `limit`: an org at its cap (or rows of gated endpoints, or
-  //   rows other replicas hold) heads the queue. It steps from org to org down deliveries_org_due, one index descent
-  //   each (PostgreSQL 15 has no skip scan: a recursive CTE is one), reading each org's earliest queued time on the
-  //   way, and counts the leases of those with due work. It stops after `window` orgs with due work and free slots,
-  //   or `window * WALK_VISITS_PER_WINDOW_ROW` orgs visited (orgs with only future retries or leases count too), so
-  //   its cost is bounded by `limit`, not by the backlog nor the number of orgs. Of the orgs found, the ones with the
-  //   oldest due work are taken until their free slots fill the window, and each gives its earliest due rows, at most
-  //   its free slots (deliveries_org_due again).
+  // walking past every lease. Two sources of rows, so that no claim's cost grows with the backlog of an org at its cap
+  // or of a gated endpoint (which only claimGatedDeliveries takes, at its own pace: a 1/s endpoint's backlog stays due
+  // for hours):
+  // - `head`: the first `window` due rows in due order (deliveries_due), whatever their org or endpoint, locked as they
+  //   are read (so concurrent claims take disjoint rows); each of their orgs' leases is counted once, and whether a
+  //   row's endpoint is gated is looked up once per row of head, after its limit. Rows of capped orgs and of gated
+  //   endpoints are read and locked, not taken: the lock lasts until the statement ends, and a claimGatedDeliveries
+  //   that updates such a row meanwhile waits that long (it never skips it; the claim itself never waits for a lock).
+  //   Locking only the rows taken would mean reading head unlocked, and concurrent claims would then all read the same
+  //   first rows and collide on them instead of each locking its own stretch of the queue. Usually head is all: when
+  //   it holds `limit` rows of ordinary endpoints of orgs below their cap, those are the oldest claimable rows there
+  //   are, and when the queue has fewer due rows than `window`, head saw every one of them. (Filtering capped orgs or
+  //   gated endpoints inside this scan, before its limit, read their whole backlog on every claim: 370 ms a claim
+  //   behind 400,000 rows of one slow receiver, 300-470 ms behind 200,000 rows of a 1/s endpoint.)
+  // - `walk`, only when head is full yet yields fewer than `limit`: an org at its cap, a gated endpoint (or rows other
+  //   replicas hold) heads the queue. It steps from endpoint to endpoint, org by org, down deliveries_org_endpoint_due,
+  //   one index descent each (PostgreSQL 15 has no skip scan: a recursive CTE is one), reading each endpoint's earliest
+  //   queued time on the way. An endpoint with due work, neither in head nor gated (looked up once per step, never per
+  //   row), gets its org's leases counted (once per run of steps through one org). It stops after `window` endpoints
+  //   with due work and free slots, or `window * WALK_VISITS_PER_WINDOW_ROW` endpoints visited (ones with only future
+  //   retries or leases count too), so its cost is bounded by `limit`, not by any backlog nor the number of orgs or
+  //   endpoints. Of the endpoints found, the ones with the oldest due work are taken until their free slots (each
+  //   counted as its org's) fill the window, and each gives its earliest due rows, at most its org's free slots (the
+  //   same index again). Stepping by endpoint rather than by org is what lets the walk pass a gated endpoint in one
+  //   descent and still reach its org's other endpoints: skipping head's orgs whole, an org's own ordinary deliveries
+  //   would wait behind its 1/s endpoint's backlog until that drained.
   // Orgs are walked in the order of hashtext(org_id), from a random point, wrapping around. Org ids are ULIDs, which
   // sort by creation: walked in id order, a bounded walk would favour the oldest orgs on every claim once more orgs
   // have due work than it visits. From a random point in hash order no org is favoured: which ones a claim reaches
-  // is random, and within what it finds the oldest due work goes first. Below the bounds (few orgs, as usual) the walk
-  // sees every org and the claim is oldest-first exactly, as far as each org's earliest queued row is claimable.
-  // Head's rows all precede the walk's (the walk skips head's orgs, and its rows lie beyond head), so the merge by due
-  // time takes head's claimable rows first. The window then gives an org no more than its free slots, as before.
+  // is random, and within what it finds the oldest due work goes first. Below the bounds (few orgs and endpoints, as
+  // usual) the walk sees every endpoint and the claim is oldest-first exactly, as far as each endpoint's earliest
+  // queued row is claimable. Head's rows all precede the walk's (the walk skips head's endpoints, and its rows lie
+  // beyond head), so the merge by due time takes head's claimable rows first. The window then gives an org no more
+  // than its free slots, counting its rows from head and from each of its endpoints together.
   const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs });
   const window = limit * CLAIM_WINDOW_PER_ROW;
   // A random point of hashtext's int4 range.
   const walkStart = Math.floor(Math.random() * 2 ** 32) - 2 ** 31;
   const { rows } = await preparedSql<DeliveryRow>`
     with recursive head as materialized (
-      select d.id, d.org_id, d.next_attempt_at
+      select d.id, d.org_id, d.endpoint_id, d.next_attempt_at
       from deliveries d
       where d.next_attempt_at is not null and d.next_attempt_at <= ${now}
         and (d.lease_until is null or d.lease_until <= ${now})
-        and not ${gatedEndpointOf("d")}
       order by d.next_attempt_at
       limit ${window}
       for update of d skip locked
     ), head_counted as materialized (
       -- Each org's leases are counted once, on its first row: joining a per-org CTE back to the rows would be planned on
-      -- guessed row counts (a nested loop of rows by orgs).
-      select id, org_id, next_attempt_at, max(counted) over (partition by org_id) as in_flight,
-             row_number() over (partition by org_id order by next_attempt_at, id) as org_row
+      -- guessed row counts (a nested loop of rows by orgs). A gated row takes no slot of its org.
+      select id, org_id, next_attempt_at, gated, max(counted) over (partition by org_id) as in_flight,
+             count(*) filter (where not gated) over (partition by org_id order by next_attempt_at, id) as org_row
       from (
-        select h.id, h.org_id, h.next_attempt_at,
+        select h.id, h.org_id, h.next_attempt_at, ${gatedEndpointOf("h")} as gated,
                case when row_number() over (partition by h.org_id) = 1
                     then (select count(*)::int from deliveries l
                           where l.org_id = h.org_id and l.lease_until is not null and l.lease_until > ${now}) end as counted
         from head h
       ) firsts
-    ), walk (org_hash, org_id, first_due, in_flight, wrapped, visits, found) as (
+    ), walk (org_hash, org_id, endpoint_id, first_due, in_flight, wrapped, visits, found) as (
       -- Where the walk starts (no org has an empty id), if head was full yet left slots unfilled.
-      select ${walkStart}::int, ''::text, null::bigint, null::int, false, 0, 0
+      select ${walkStart}::int, ''::text, ''::text, null::bigint, null::int, false, 0, 0
       where (select count(*) from head_counted) = ${window}
-        and (select count(*) from head_counted where in_flight + org_row <= ${orgMaxInFlight}) < ${limit}
+        and (select count(*) from head_counted where not gated and in_flight + org_row <= ${orgMaxInFlight}) < ${limit}
       union all
-      -- The next org (wrapping around once), with its earliest queued time; its leases when it has due work.
-      select step.org_hash, step.org_id, step.next_attempt_at, busy.in_flight, step.wrapped, w.visits + 1,
+      -- The next endpoint (wrapping around once), with its earliest queued time; its org's leases when it has due work
+      -- the walk may take.
+      select step.org_hash, step.org_id, step.endpoint_id, step.next_attempt_at, busy.in_flight, step.wrapped, w.visits + 1,
              w.found + coalesce((busy.in_flight < ${orgMaxInFlight})::int, 0)
       from walk w
       cross join lateral (
-        (select hashtext(d.org_id) as org_hash, d.org_id, d.next_attempt_at, w.wrapped as wrapped from deliveries d
-         where d.next_attempt_at is not null and (hashtext(d.org_id), d.org_id) > (w.org_hash, w.org_id)
-         order by hashtext(d.org_id), d.org_id, d.next_attempt_at limit 1)
+        (select hashtext(d.org_id) as org_hash, d.org_id, d.endpoint_id, d.next_attempt_at, w.wrapped as wrapped from deliveries d
+         where d.next_attempt_at is not null and (hashtext(d.org_id), d.org_id, d.endpoint_id) > (w.org_hash, w.org_id, w.endpoint_id)
+         order by hashtext(d.org_id), d.org_id, d.endpoint_id, d.next_attempt_at limit 1)
         union all
-        (select hashtext(d.org_id), d.org_id, d.next_attempt_at, true from deliveries d
+        (select hashtext(d.org_id), d.org_id, d.endpoint_id, d.next_attempt_at, true from deliveries d
          where not w.wrapped and d.next_attempt_at is not null
-         order by hashtext(d.org_id), d.org_id, d.next_attempt_at limit 1)
+         order by hashtext(d.org_id), d.org_id, d.endpoint_id, d.next_attempt_at limit 1)
         limit 1
       ) step
       cross join lateral (
-        select case when step.next_attempt_at <= ${now} and step.org_id not in (select org_id from head)
-                    then (select count(*)::int from deliveries l
-                          where l.org_id = step.org_id and l.lease_until is not null and l.lease_until > ${now}) end as in_flight
+        select case when step.next_attempt_at <= ${now}
+                         and (step.org_id, step.endpoint_id) not in (select org_id, endpoint_id from head)
+                         and not ${gatedEndpointOf("step")}
+                    -- The org's count from the step before, when that one counted it.
+                    then coalesce(case when w.org_id = step.org_id then w.in_flight end,
+                                  (select count(*)::int from deliveries l
+                                   where l.org_id = step.org_id and l.lease_until is not null and l.lease_until > ${now})) end as in_flight
         -- Kept a subquery, or its count is inlined into both columns above and runs twice.
         offset 0
       ) busy
       where w.visits < ${window * WALK_VISITS_PER_WINDOW_ROW} and w.found < ${window}
         and not (step.wrapped and step.org_hash >= ${walkStart})
     ), walked as (
-      select org_id, in_flight from (
-        select org_id, in_flight,
-               coalesce(sum(${orgMaxInFlight} - in_flight) over (order by first_due, org_id rows between unbounded preceding and 1 preceding), 0) as slots_before
+      select org_id, endpoint_id, in_flight from (
+        select org_id, endpoint_id, in_flight,
+               coalesce(sum(${orgMaxInFlight} - in_flight) over (order by first_due, org_id, endpoint_id rows between unbounded preceding and 1 preceding), 0) as slots_before
         from walk where in_flight < ${orgMaxInFlight}
       ) found
       where slots_before < ${window}
     ), candidates as (
-      select id, org_id, next_attempt_at, in_flight from head_counted
+      select id, org_id, next_attempt_at, in_flight from head_counted where not gated
       union all
       select c.id, w.org_id, c.next_attempt_at, w.in_flight
       from walked w
       cross join lateral (
         select d.id, d.next_attempt_at from deliveries d
-        where hashtext(d.org_id) = hashtext(w.org_id) and d.org_id = w.org_id
+        where hashtext(d.org_id) = hashtext(w.org_id) and d.org_id = w.org_id and d.endpoint_id = w.endpoint_id
           and d.next_attempt_at is not null and d.next_attempt_at <= ${now}
           and (d.lease_until is null or d.lease_until <= ${now})
-          and not ${gatedEndpointOf("d")}
         order by d.next_attempt_at
         limit least(${orgMaxInFlight} - w.in_flight, ${limit})
         for update of d skip locked

@@ -77,15 +77,44 @@ export async function hasGatedWork(db: DispatcherDb, now = Date.now()): Promise<
   const { rows } = await preparedSql<{ found: boolean }>`
     select exists (
       select 1 from endpoints e
-      cross join lateral (
-        select 1 from deliveries d
-        where d.org_id = e.org_id and d.endpoint_id = e.id and d.status = 'pending'
-          and d.next_attempt_at is not null and d.next_attempt_at <= ${now}
-        limit 1
-      ) due
+      cross join lateral (${dueDeliveryOf("e", now)}) due
       where e.ordering = 'fifo' or e.rate_limit_per_second is not null
     ) as found`.execute(db);
   return rows[0]?.found === true;
+}
+
+/**
+ * SQL query: one due delivery of the endpoint of alias `e`, if any. Through deliveries_org_endpoint_due (the hashtext
+ * term is there for it), it reads the endpoint's first queued entry and stops: a backlog waiting for its retries (not
+ * due) or rows of other endpoints are never read, whatever the statistics say.
+ */
+function dueDeliveryOf(alias: string, now: number): RawBuilder<unknown> {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql`select 1 from deliveries d
+             where hashtext(d.org_id) = hashtext(${column("org_id")}) and d.org_id = ${column("org_id")} and d.endpoint_id = ${column("id")}
+               and d.next_attempt_at is not null and d.next_attempt_at <= ${now} and d.status = 'pending'
+             limit 1`;
+}
+
+/**
+ * SQL query: the head of a FIFO endpoint's queue (its pending queued delivery first in sequence), when it is due and
+ * nothing of the endpoint is leased. Each step reads what it needs whatever the endpoint's backlog: the head is the
+ * first entry of deliveries_endpoint_pending, whose order is this one (sequence nulls first: an order the index did
+ * not have read and sorted the whole backlog, 20,000 rows for a 20,000-delivery queue, each time a head was sent), and
+ * the endpoint's leases are among its org's (deliveries_leased), not among its pending rows.
+ */
+export function dueFifoHeadOf(orgId: RawBuilder<unknown>, endpointId: RawBuilder<unknown>, now: number): RawBuilder<{ id: string; next_attempt_at: number }> {
+  return sql`
+    select head.id, head.next_attempt_at
+    from (select d.id, d.next_attempt_at from deliveries d
+          where d.org_id = ${orgId} and d.endpoint_id = ${endpointId} and d.status = 'pending'
+            -- Queued ones only: a test event (never due) is sent outside the queue and holds nothing.
+            and d.next_attempt_at is not null
+          order by d.sequence nulls first, d.created_at, d.id
+          limit 1) head
+    where head.next_attempt_at <= ${now}
+      and not exists (select 1 from deliveries x where x.org_id = ${orgId} and x.lease_until is not null and x.lease_until > ${now}
+                      and x.endpoint_id = ${endpointId} and x.status = 'pending')`;
 }
 
 /**
@@ -102,10 +131,10 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, orgMaxInFl
   return db.transaction().execute(async (trx) => {
     const { rows: locked } = await sql<{ org_id: string; endpoint_id: string }>`
       with candidates as materialized (
+        -- The probe of hasGatedWork, for the same reason: as a semi-join this read every due row of the table.
         select e.org_id, e.id as endpoint_id from endpoints e
-        where (e.ordering = 'fifo' or e.rate_limit_per_second is not null)
-          and exists (select 1 from deliveries d where d.org_id = e.org_id and d.endpoint_id = e.id and d.status = 'pending'
-                      and d.next_attempt_at is not null and d.next_attempt_at <= ${now})
+        cross join lateral (${dueDeliveryOf("e", now)}) due
+        where e.ordering = 'fifo' or e.rate_limit_per_second is not null
       )
       select org_id, endpoint_id from candidates
       where pg_try_advisory_xact_lock(${ENDPOINT_LOCK_CLASS}::int, hashtext(org_id || '/' || endpoint_id))
@@ -126,19 +155,14 @@ export async function claimGatedDeliveries(db: DispatcherDb, { limit, orgMaxInFl
         from settings s
         cross join lateral (
           select head.id, 1::bigint as n
-          from (select d.id, d.next_attempt_at from deliveries d
-                where d.org_id = s.org_id and d.endpoint_id = s.endpoint_id and d.status = 'pending'
-                  -- Queued ones only: a test event (never due) is sent outside the queue and holds nothing.
-                  and d.next_attempt_at is not null
-                order by d.sequence nulls first, d.created_at, d.id
-                limit 1) head
-          where s.fifo and head.next_attempt_at is not null and head.next_attempt_at <= ${now}
-            and not exists (select 1 from deliveries x where x.org_id = s.org_id and x.endpoint_id = s.endpoint_id
-                            and x.status = 'pending' and x.lease_until > ${now})
+          from (${dueFifoHeadOf(sql.ref("s.org_id"), sql.ref("s.endpoint_id"), now)}) head
+          where s.fifo
           union all
           select due.id, row_number() over (order by due.next_attempt_at, due.id) as n
           from (select d.id, d.next_attempt_at from deliveries d
-                where not s.fifo and d.org_id = s.org_id and d.endpoint_id = s.endpoint_id and d.status = 'pending'
+                -- The endpoint's earliest due rows, from deliveries_org_endpoint_due (the hashtext term is there for it).
+                where not s.fifo and hashtext(d.org_id) = hashtext(s.org_id) and d.org_id = s.org_id and d.endpoint_id = s.endpoint_id
+                  and d.status = 'pending'
                   and d.next_attempt_at is not null and d.next_attempt_at <= ${now}
                   and (d.lease_until is null or d.lease_until <= ${now})
                 order by d.next_attempt_at, d.id
