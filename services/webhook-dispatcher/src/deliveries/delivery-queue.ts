@@ -73,8 +73,10 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
   // sort by creation: walked in id order, a bounded walk would favour the oldest orgs on every claim once more orgs
   // have due work than it visits. From a random point in hash order no org is favoured: which ones a claim reaches
   // is random, and within what it finds the oldest due work goes first. Below the bounds (few orgs and endpoints, as
-  // usual) the walk sees every endpoint and the claim is oldest-first exactly, as far as each endpoint's earliest
-  // queued row is claimable. Head's rows all precede the walk's (the walk skips head's endpoints, and its rows lie
+  // usual) the walk sees every endpoint, but a claim can still take fewer or other rows than the oldest claimable
+  // ones when it walks: an endpoint with rows in head is not walked (its rows beyond head wait for a later claim), and
+  // each endpoint found is budgeted its org's free slots however few rows it has, which can fill the window
+  // (claim-properties.int.test.ts names both). That costs latency until the next claim, never a lease past a cap. Head's rows all precede the walk's (the walk skips head's endpoints, and its rows lie
   // beyond head), so the merge by due time takes head's claimable rows first. The window then gives an org no more
   // than its free slots, counting its rows from head and from each of its endpoints together.
   const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs });
