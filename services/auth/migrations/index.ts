@@ -169,4 +169,12 @@ export const migrations: Migrations = {
       await sql`create index alert_events_admitted_at on alert_events (admitted_at)`.execute(db);
     },
   },
+  "2026-12-02-001-alert-events-endpoint": {
+    async up(db: Kysely<any>) {
+      // An endpoint's disable is mailed once an hour at most (src/alerts/alert-limit.ts): which endpoint each admitted
+      // disable was (null for those admitted before this column).
+      await sql`alter table alert_events add column endpoint_id text`.execute(db);
+      await sql`create index alert_events_endpoint on alert_events (org_id, endpoint_id, admitted_at)`.execute(db);
+    },
+  },
 };

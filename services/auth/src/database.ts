@@ -45,7 +45,7 @@ export interface AuthTables extends EventStoreTables {
   /** One row per alert email sent (alerts/endpoint-disabled.consumer.ts): a redelivered event mails nobody twice. */
   alert_emails: { event_id: string; user_id: string; sent_at: number };
   /** Disables admitted to be mailed (alerts/alert-limit.ts): at most ENDPOINT_ALERTS_PER_ORG_PER_HOUR of an org's. */
-  alert_events: { event_id: string; org_id: string; admitted_at: number };
+  alert_events: { event_id: string; org_id: string; endpoint_id: string | null; admitted_at: number };
   credit_ledger: {
     id: string;
     org_id: string;

@@ -66,7 +66,12 @@ export async function startEndpointAlerts({ bus, db, mailer, publicUrl, logger, 
       }
       const org = await alertRecipients(db, event.orgId);
       if (!org) return;
-      if (!(await admitAlert(db, event.orgId, event.eventId, perOrgPerHour))) {
+      const admission = await admitAlert(db, { orgId: event.orgId, endpointId: event.endpointId, eventId: event.eventId }, perOrgPerHour);
+      if (admission === "repeat") {
+        logger?.info({ eventId: event.eventId, orgId: event.orgId, endpointId: event.endpointId }, "endpoint-disabled email not sent: this endpoint's disable was mailed less than an hour ago");
+        return;
+      }
+      if (admission === "limited") {
         logger?.warn({ eventId: event.eventId, orgId: event.orgId, endpointId: event.endpointId, perOrgPerHour }, "endpoint-disabled email not sent: the org's hourly alert limit is reached");
         return;
       }

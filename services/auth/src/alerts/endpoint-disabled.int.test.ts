@@ -36,10 +36,10 @@ describe("emails about endpoints the dispatcher disabled", () => {
     return email;
   }
 
-  const announcement = (orgId: string, eventId = newId("evt")): webhooks.EndpointDisabled => ({
+  const announcement = (orgId: string, eventId = newId("evt"), endpointId = "ep_01"): webhooks.EndpointDisabled => ({
     eventId,
     orgId,
-    endpointId: "ep_01",
+    endpointId,
     url: "https://hooks.example.com/renderbus",
     reason: "the receiver answered 410 Gone",
     disabledAt: Date.now(),
@@ -98,13 +98,13 @@ describe("emails about endpoints the dispatcher disabled", () => {
   });
 
   it("mails at most ENDPOINT_ALERTS_PER_ORG_PER_HOUR of an org's disables in any hour", async () => {
-    // A member can disable an endpoint at will (a receiver that answers 410 to a test event, enabled again, and so on).
+    // A member can disable endpoints at will (receivers that answer 410 to a test event, enabled again, and so on).
     const org = await harness.seedOrg("pro");
     const owner = await member(org.orgId, "owner", true);
-    const first = announcement(org.orgId);
+    const first = announcement(org.orgId, newId("evt"), "ep_a");
     await announce(dispatcherBus, first);
-    await announce(dispatcherBus, announcement(org.orgId));
-    await announce(dispatcherBus, announcement(org.orgId));
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_b"));
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_c"));
     const limited = await eventually(async () => harness.logs.join(""), (logs) => logs.includes("the org's hourly alert limit is reached"));
     expect(limited).toContain(org.orgId);
     // An admitted disable stays admitted: its redelivery is handled as before (nobody mailed twice), not refused.
@@ -119,7 +119,30 @@ describe("emails about endpoints the dispatcher disabled", () => {
 
     // An hour later the org has its places again.
     await sql`update alert_events set admitted_at = admitted_at - ${60 * 60 * 1000} where org_id = ${org.orgId}`.execute(harness.store.db);
-    await announce(dispatcherBus, announcement(org.orgId));
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_c"));
+    expect(await eventually(async () => mailbox.emailsTo(owner).length, (count) => count >= 3)).toBe(3);
+  });
+
+  it("mails an endpoint's disable once an hour, so cycling one endpoint cannot use up the org's places", async () => {
+    const org = await harness.seedOrg("pro");
+    const owner = await member(org.orgId, "owner", true);
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_cycled"));
+    expect(await mailedOnce(owner)).toEqual([1]);
+    // The same endpoint disabled again and again within the hour (enabled in between): its admins already know.
+    for (let round = 0; round < 3; round += 1) await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_cycled"));
+    const repeats = await eventually(
+      async () => harness.logs.join("").split("this endpoint's disable was mailed less than an hour ago").length - 1,
+      (count) => count >= 3,
+    );
+    expect(repeats).toBeGreaterThanOrEqual(3);
+    // Another endpoint's disable in that hour is mailed: the limit (2 here) was not used up by the repeats.
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_other"));
+    expect(await eventually(async () => mailbox.emailsTo(owner).length, (count) => count >= 2)).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(mailbox.emailsTo(owner).map((mail) => /\((ep_\w+)\)/.exec(mail.decoded)?.[1])).toEqual(["ep_cycled", "ep_other"]);
+    // An hour after its email, the endpoint's next disable is mailed again.
+    await sql`update alert_events set admitted_at = admitted_at - ${60 * 60 * 1000} where org_id = ${org.orgId}`.execute(harness.store.db);
+    await announce(dispatcherBus, announcement(org.orgId, newId("evt"), "ep_cycled"));
     expect(await eventually(async () => mailbox.emailsTo(owner).length, (count) => count >= 3)).toBe(3);
   });
 
