@@ -1,5 +1,5 @@
 // Whether node_modules matches package.json / package-lock.json. Runs before node_modules exists: Node built-ins only.
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -50,10 +50,7 @@ export function installReason(root) {
   return `${changed.map((file) => path.relative(root, file)).join(', ')} changed since the last install`;
 }
 
-/** Records that `npm install` just succeeded in `root` (npm leaves its own files untouched when nothing changed). */
+/** Records that `npm install` just succeeded in `root`: writing the marker dates it now. */
 export function markInstalled(root) {
-  const marker = path.join(root, 'node_modules', INSTALL_MARKER);
-  writeFileSync(marker, `${new Date().toISOString()}\n`);
-  const now = new Date();
-  utimesSync(marker, now, now);
+  writeFileSync(path.join(root, 'node_modules', INSTALL_MARKER), `${new Date().toISOString()}\n`);
 }
