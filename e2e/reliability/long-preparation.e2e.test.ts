@@ -44,7 +44,7 @@ async function startSlowServer(file: string) {
 
 /**
  * A worker that needs longer to download a job's inputs than DISPATCHED_TIMEOUT_MS holds the job (HoldJob every
- * JOB_HOLD_INTERVAL_MS), so the watchdog leaves it to finish instead of failing a job that is being worked on.
+ * second), so the watchdog leaves it to finish instead of failing a job that is being worked on.
  */
 describe("a job whose inputs take longer to download than the dispatched timeout", () => {
   let system: RunningSystem;
@@ -64,9 +64,9 @@ describe("a job whose inputs take longer to download than the dispatched timeout
         MODE: "test",
         DISPATCHED_TIMEOUT_MS: String(DISPATCHED_TIMEOUT_MS),
         JOBS_WATCHDOG_INTERVAL_MS: "200",
-        JOB_HOLD_TTL_MS: "1000",
+        // Three of the worker's holds (one a second).
+        JOB_HOLD_TTL_MS: "3000",
         JOB_HOLD_MAX_MS: String(JOB_HOLD_MAX_MS),
-        JOB_HOLD_INTERVAL_MS: "250",
         // The download's own deadlines are longer than the test: only a hold's answer can stop it.
         INPUT_HEADERS_TIMEOUT_MS: "120000",
         INPUT_FETCH_TIMEOUT_MS: "120000",

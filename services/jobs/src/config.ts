@@ -39,9 +39,10 @@ export const jobsConfigSchema = commonConfigSchema.extend({
   DISPATCH_RESEND_AFTER_MS: z.coerce.number().int().positive().default(2 * 60 * 1000),
   DISPATCH_RESENDS: z.coerce.number().int().min(0).max(10).default(3),
   /**
-   * A worker's HoldJob (sent every JOB_HOLD_INTERVAL_MS, 60 s by default, while it prepares, runs and finishes a job)
+   * A worker's HoldJob (sent every second for each job it has in hand, from taking its work message to settling it)
    * keeps the job from both timeouts above for this long after it (src/watchdog/job-holds.ts): a download of large
-   * inputs may outlast DISPATCHED_TIMEOUT_MS, storing a large output the run-time grace. Default 3 min.
+   * inputs may outlast DISPATCHED_TIMEOUT_MS, storing a large output the run-time grace. The hold is written at most
+   * once a sixth of this. Default 3 min.
    */
   JOB_HOLD_TTL_MS: z.coerce.number().int().positive().default(3 * 60 * 1000),
   /**

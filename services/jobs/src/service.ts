@@ -74,6 +74,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     logger,
     idempotency: { ttlMs: config.IDEMPOTENCY_TTL_MS, staleMs: config.IDEMPOTENCY_STALE_MS },
     queuedJobs: new QueuedJobsCap(database.db),
+    holds: { ttlMs: config.JOB_HOLD_TTL_MS, maxMs: config.JOB_HOLD_MAX_MS },
   };
   const watchdog = startJobTimeoutWatchdog(deps, {
     intervalMs: config.JOBS_WATCHDOG_INTERVAL_MS,
@@ -81,7 +82,7 @@ export async function startJobsService(config: JobsConfig, { logger, credits, me
     dispatchedTimeoutMs: config.DISPATCHED_TIMEOUT_MS,
     dispatchQueue: dispatchQueueIn(bus),
     resend: { afterMs: config.DISPATCH_RESEND_AFTER_MS, max: config.DISPATCH_RESENDS },
-    holds: { ttlMs: config.JOB_HOLD_TTL_MS, maxMs: config.JOB_HOLD_MAX_MS },
+    holds: deps.holds,
   });
   const deliveries: ConsumerHandle = await startDeliveryConsumer(bus, database.db);
   const orgPlans: ConsumerHandle = await startOrgPlanConsumer(bus, database.db, scheduler);

@@ -52,11 +52,6 @@ export const workerConfigSchema = commonConfigSchema.extend({
   INPUT_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Input download: the longest silence between two pieces of the body (our own disk backpressure excluded). */
   INPUT_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
-  /**
-   * How often the worker tells the jobs service it still holds each of its jobs (HoldJob, dispatch/job-holder.ts),
-   * from taking the work message to settling it; keep it well under the jobs service's JOB_HOLD_TTL_MS (3 min).
-   */
-  JOB_HOLD_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
   /** A job message not acked nor heartbeated for this long goes to another worker (a crashed worker's job). */
   WORKER_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(60_000),
   /**

@@ -9,7 +9,6 @@ import { createObjectStore, type ObjectStore } from "@renderbus/storage";
 import { createUploadStore } from "@renderbus/uploads";
 import type { Logger, Registry } from "@renderbus/telemetry";
 import type { WorkerConfig } from "./config.js";
-import { startCancelPoller } from "./dispatch/cancel-poller.js";
 import { startJobHolder } from "./dispatch/job-holder.js";
 import { consumeDispatches } from "./dispatch/consume-dispatches.js";
 import { CrashLedger, WORKER_ATTEMPTS } from "./dispatch/crash-ledger.js";
@@ -100,12 +99,10 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     fallbackLimits: { maxRunSeconds: DEFAULT_PLANS.free.maxRunSeconds, maxInputBytes: DEFAULT_PLANS.free.maxInputBytes },
   };
   const running = new RunningJobs();
-  // A cancel missed on core NATS still reaches a running job: its status is polled every second (cancel-poller.ts).
-  const cancelPoller = startCancelPoller({ running, jobs: jobsClient, workerId, logger });
-  deps.jobs = cancelPoller.jobs;
-  // Before StartJob and after the run, the watchdog would time a job out while its inputs download or its output is
-  // stored: a hold per job every JOB_HOLD_INTERVAL_MS tells it the job is in hand (job-holder.ts).
-  const jobHolder = startJobHolder({ running, jobs: jobsClient, workerId, logger, intervalMs: config.JOB_HOLD_INTERVAL_MS });
+  // Each job in hand is held every second from its work message to its settling (job-holder.ts): that keeps it from
+  // the jobs service's watchdog while its inputs download or its output is stored, and a hold answered CONFLICT is a
+  // cancel this process missed on core NATS.
+  const jobHolder = startJobHolder({ running, jobs: jobsClient, workerId, logger });
   const crashes = new CrashLedger(bus, workerId, logger);
   const crashHook = config.WORKER_TEST_CRASH_HOOK && config.MODE !== "production";
   if (crashHook) logger.warn("WORKER_TEST_CRASH_HOOK is on: an input URL with ?rb-test-crash= crashes this worker");
@@ -121,7 +118,7 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   const stopPruning = startOutputPruning({ outputs: deps.outputs, retentionMs, logger });
   let shuttingDown = false;
 
-  // Core NATS sees JetStream publishes too; a missed cancel is covered by StartJob/CompleteJob answering CONFLICT.
+  // Core NATS sees JetStream publishes too; a missed cancel is covered by the holds (and CompleteJob) answering CONFLICT.
   const unlisten = bus.listen<{ jobId?: string }>("jobs.events.job.cancelled", (event) => {
     if (event?.jobId && running.cancel(event.jobId)) logger.info({ jobId: event.jobId }, "cancel received; stopping provider");
   });
@@ -183,7 +180,6 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
     async stop() {
       shuttingDown = true;
       stopPruning();
-      cancelPoller.stop();
       jobHolder.stop();
       const stopping = consumer.stop();
       running.cancelAll();

@@ -36,7 +36,7 @@ export function jobsRpc(deps: JobsDeps): AsyncService<jobs.JobsServer> {
     completeJob: async (request) => ({ job: await completeJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
     failJob: async (request) => ({ job: await failJob(deps, { ...request, jobId: requireId(request.jobId, "jobId") }) }),
     holdJob: async (request) => {
-      await holdJob(deps.db, requireId(request.jobId, "jobId"));
+      await holdJob(deps.db, requireId(request.jobId, "jobId"), deps.holds);
       return {};
     },
   };

@@ -178,7 +178,7 @@ describe("watchdog for jobs stuck in dispatched (SECURITY-AUDIT finding 16)", ()
     const { auth, first, second } = await firstDispatchedSecondWaiting();
     await deliverAndHold(first);
     expect(await harness.service.watchdog.tick()).toBe(0);
-    // What the worker's job holder does every JOB_HOLD_INTERVAL_MS while the inputs download.
+    // What the worker's job holder does every second while the inputs download.
     const holdUntil = Date.now() + DISPATCHED_TIMEOUT_MS + 400;
     while (Date.now() < holdUntil) {
       await harness.client.holdJob({ jobId: first, workerId: "w" });

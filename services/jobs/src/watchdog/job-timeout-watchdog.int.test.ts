@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
 import { metadataJob, startJobsHarness, testAuth, type JobsHarness } from "../testing/jobs-harness.js";
+import { holdJob } from "./job-holds.js";
 
 const JOB_HOLD_TTL_MS = 600;
 const JOB_HOLD_MAX_MS = 1500;
@@ -96,5 +97,22 @@ describe("job timeout watchdog", () => {
     await harness.service.watchdog.tick();
     expect(await holdRows()).not.toContain(jobId);
     await expect(harness.client.holdJob({ jobId: "job_nope", workerId: "w" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("writes a hold at most once a sixth of JOB_HOLD_TTL_MS, however often its worker asks (every second, its cancel check)", async () => {
+    const auth = testAuth("pro");
+    const jobId = await runningJob(auth);
+    const heldAt = async () => (await sql<{ held_at: string }>`select held_at from job_holds where job_id = ${jobId}`.execute(harness.service.db)).rows.map((row) => Number(row.held_at));
+    const limits = { ttlMs: JOB_HOLD_TTL_MS };
+    const t = Date.now();
+    await holdJob(harness.service.db, jobId, limits, t);
+    expect(await heldAt()).toEqual([t]);
+    // Asked again within a sixth of the TTL (100 ms here): the row stays as it was, unwritten.
+    await holdJob(harness.service.db, jobId, limits, t + 60);
+    await holdJob(harness.service.db, jobId, limits, t + 100);
+    expect(await heldAt()).toEqual([t]);
+    await holdJob(harness.service.db, jobId, limits, t + 101);
+    expect(await heldAt()).toEqual([t + 101]);
+    await harness.client.cancelJob({ jobId }, { auth });
   });
 });

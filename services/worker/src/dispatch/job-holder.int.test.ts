@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,16 +13,22 @@ import { workerConfigSchema } from "../config.js";
 import { startWorkerService, type WorkerService } from "../service.js";
 import { createTestMedia, serveFiles } from "../testing/test-media.js";
 
-/** Jobs the stand-in jobs service treats as cancelled: StartJob answers CONFLICT, as the real one does. */
+/** Jobs the stand-in jobs service treats as cancelled: HoldJob and StartJob answer CONFLICT, as the real one does. */
 const cancelled = new Set<string>();
 const started = new Set<string>();
+const held = new Set<string>();
 const reports: string[] = [];
 
 const unused = async (): Promise<never> => {
   throw new AppError("INTERNAL_ERROR", "not part of this test");
 };
 const jobsService: AsyncService<jobs.JobsServer> = {
-  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
+  submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
+  async holdJob(request) {
+    if (cancelled.has(request.jobId)) throw conflict("Job is cancelled");
+    held.add(request.jobId);
+    return {};
+  },
   async startJob(request) {
     if (cancelled.has(request.jobId)) throw conflict("Job is cancelled and cannot start");
     started.add(request.jobId);
@@ -54,8 +61,8 @@ const spawned = new Map<string, number>();
 
 beforeAll(async () => {
   const { natsUrl } = testInfra();
-  const namespace = testNamespace("cancelpoll");
-  mediaDir = await mkdtemp(path.join(tmpdir(), "rb-cancel-poll-"));
+  const namespace = testNamespace("jobholder");
+  mediaDir = await mkdtemp(path.join(tmpdir(), "rb-job-holder-"));
   await createTestMedia(mediaDir);
   files = await serveFiles(mediaDir);
   jobsRpc = createRpcServer(devServiceIdentity("jobs"));
@@ -70,7 +77,7 @@ beforeAll(async () => {
     JOBS_GRPC_ADDRESS: `127.0.0.1:${await jobsRpc.listen(0)}`,
     AUTH_GRPC_ADDRESS: `127.0.0.1:${await billingRpc.listen(0)}`,
     OUTPUT_DIR: mediaDir,
-    OUTPUT_SIGNING_SECRET: "cancel-poll-test-secret",
+    OUTPUT_SIGNING_SECRET: "job-holder-test-secret",
     PUBLIC_URL: "http://gateway.test",
     WORKER_CONCURRENCY: "1",
   });
@@ -78,7 +85,7 @@ beforeAll(async () => {
     logger: createLogger({ service: "worker-test", level: "silent" }),
     onProviderSpawn: (jobId, pid) => spawned.set(jobId, pid),
   });
-  bus = await Bus.connect({ url: natsUrl, name: "cancel-poll-test", namespace });
+  bus = await Bus.connect({ url: natsUrl, name: "job-holder-test", namespace });
 }, 120_000);
 
 afterAll(async () => {
@@ -109,6 +116,28 @@ async function until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<
   }
 }
 
+/** An input server that answers with headers, then a byte a second, never finishing; which downloads it saw end. */
+async function startTricklingServer(): Promise<{ url: string; closed: Set<string>; close(): Promise<void> }> {
+  const closed = new Set<string>();
+  const server: Server = createServer((request, response) => {
+    response.writeHead(200, { "content-type": "video/mp4", "content-length": String(10 * 1024 * 1024) });
+    const timer = setInterval(() => response.write("x"), 1000);
+    response.on("close", () => {
+      clearInterval(timer);
+      closed.add(request.url ?? "/");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    closed,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 describe("cancel without the job.cancelled message (SECURITY-AUDIT finding 14, cancel part)", () => {
   it("stops the provider of a running job within 2 s of its cancel though no cancel event ever reaches the worker", async () => {
     const jobId = `job_cancelpoll_${Date.now()}`;
@@ -136,5 +165,34 @@ describe("cancel without the job.cancelled message (SECURITY-AUDIT finding 14, c
     expect(Date.now() - cancelledAt).toBeLessThan(2000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(reports).toEqual([]);
+  });
+
+  it("stops the download of a job still being prepared (not started) once its hold answers CONFLICT", async () => {
+    const trickle = await startTricklingServer();
+    try {
+      const jobId = `job_jobholder_prep_${Date.now()}`;
+      const dispatch: jobEvents.JobDispatch = {
+        jobId,
+        orgId: "org_test",
+        type: "extract.metadata",
+        inputs: { source: `${trickle.url}/${jobId}` },
+        params: {},
+        limits: { maxRunSeconds: 120, maxInputBytes: 100 * 1024 * 1024, concurrency: 1 },
+        createdAt: Date.now(),
+      };
+      await bus.publish("jobs.dispatch.extract.metadata", dispatch, { msgId: `dispatch-${jobId}` });
+      // Held while it downloads, before any StartJob.
+      await until(() => (held.has(jobId) ? true : undefined));
+      expect(started.has(jobId)).toBe(false);
+      expect(trickle.closed.has(`/${jobId}`)).toBe(false);
+
+      cancelled.add(jobId);
+      await until(() => (trickle.closed.has(`/${jobId}`) ? true : undefined), 5000);
+      expect(started.has(jobId)).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(reports).toEqual([]);
+    } finally {
+      await trickle.close();
+    }
   });
 });
