@@ -5,7 +5,7 @@ import { createDatabase, migrateToLatest, type Database } from "@renderbus/db";
 import { createTestDatabase } from "@renderbus/testing";
 import { migrations } from "../../migrations/index.js";
 import { DISPATCHER_SCHEMA, type DispatcherTables } from "../database.js";
-import { claimDueDeliveries } from "./delivery-queue.js";
+import { claimDueDeliveries, type DueClaim } from "./delivery-queue.js";
 import { claimGatedDeliveries, RATE_SLOT_HORIZON_MS } from "./endpoint-flow.js";
 import type { DeliveryRow } from "./delivery.js";
 
@@ -24,7 +24,10 @@ import type { DeliveryRow } from "./delivery.js";
  *    ideal is characterized by designedClaim, which it must match row for row: an ideal row is left out only when its
  *    endpoint has rows in the head, lies past the walk's bounds, or past the walk's slot budget (see Shortfall);
  * 5. a claim alone whose head holds every due row (at most 4 * limit) takes exactly the ideal: the `limit` oldest
- *    claimable rows by (next attempt, id), each org at most its free slots.
+ *    claimable rows by (next attempt, id), each org at most its free slots;
+ * 6. a claim alone that leased rows says whether it walked, as designedClaim does: every claim that leaves an ideal row
+ *    behind walked (4), so the sender, which claims again at once after such a claim, leaves nothing waiting for its
+ *    next wake-up.
  */
 
 let database: Database<DispatcherTables>;
@@ -398,7 +401,7 @@ const coverage = {
 };
 
 /** Claims with `Math.random` answering each its generated walk start: a failing run replays and shrinks exactly. */
-function startClaims(requests: ClaimRequest[], orgMaxInFlight: number, now: number): Array<Promise<DeliveryRow[]>> {
+function startClaims(requests: ClaimRequest[], orgMaxInFlight: number, now: number): Array<Promise<DueClaim>> {
   const random = vi.spyOn(Math, "random");
   try {
     return requests.map((request, index) => {
@@ -443,8 +446,8 @@ function checkLeases(queue: Queue, before: Map<string, StoredDelivery>, after: M
   expect(after.size).toBe(before.size);
 }
 
-/** Properties 4 and 5 for a claim alone that took `rows` from `queue`. */
-function checkClaimAlone(queue: Queue, request: ClaimRequest, rows: DeliveryRow[], hashes: Map<string, number>) {
+/** Properties 4 to 6 for a claim alone that took `rows` from `queue`. */
+function checkClaimAlone(queue: Queue, request: ClaimRequest, { rows, walked }: DueClaim, hashes: Map<string, number>) {
   const { limit, walkStart } = request;
   const claimed = rows.map((row) => row.id).sort();
   const ideal = oldestClaimable(queue, limit);
@@ -465,6 +468,8 @@ function checkClaimAlone(queue: Queue, request: ClaimRequest, rows: DeliveryRow[
   if (designed.walked) coverage.walked += 1;
   expect(claimed, "the rows the documented algorithm picks").toEqual([...designed.chosen].sort());
   for (const [id, reason] of designed.leftBehind) expect(reason, `${id} left out for no documented reason`).toBeDefined();
+  // A claim that leased rows says whether it walked, so that its caller claims again at once for what it left.
+  if (rows.length > 0) expect(walked, "whether the claim walked").toBe(designed.walked);
   if (designed.leftBehind.size > 0) {
     const key = `${[...new Set(designed.leftBehind.values())].sort().join(" + ")}: ${designed.chosen.size < ideal.length ? "fewer rows" : "other rows"}`;
     coverage.shortOfIdeal.set(key, (coverage.shortOfIdeal.get(key) ?? 0) + 1);
@@ -481,9 +486,9 @@ async function runScenario({ orgs, orgMaxInFlight, rounds }: Scenario): Promise<
     const before = await readQueue();
     const queue: Queue = { deliveries: [...before.values()], gated, now, orgMaxInFlight };
     if (round.kind === "single") {
-      const rows = await startClaims([round.claim], orgMaxInFlight, now)[0]!;
-      checkLeases(queue, before, await readQueue(), [{ token: "claim-0", rows, gated: false }]);
-      checkClaimAlone(queue, round.claim, rows, hashes);
+      const claim = await startClaims([round.claim], orgMaxInFlight, now)[0]!;
+      checkLeases(queue, before, await readQueue(), [{ token: "claim-0", rows: claim.rows, gated: false }]);
+      checkClaimAlone(queue, round.claim, claim, hashes);
       continue;
     }
     const gatedClaim =
@@ -491,7 +496,7 @@ async function runScenario({ orgs, orgMaxInFlight, rounds }: Scenario): Promise<
         ? Promise.resolve([])
         : claimGatedDeliveries(db, { limit: round.gatedLimit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: "gated", now }).then((claimed) => claimed.map((c) => c.row));
     const [gatedRows, ...results] = await Promise.all([gatedClaim, ...startClaims(round.claims, orgMaxInFlight, now)]);
-    const claims = [...results.map((rows, index) => ({ token: `claim-${index}`, rows, gated: false })), { token: "gated", rows: gatedRows, gated: true }];
+    const claims = [...results.map(({ rows }, index) => ({ token: `claim-${index}`, rows, gated: false })), { token: "gated", rows: gatedRows, gated: true }];
     checkLeases(queue, before, await readQueue(), claims);
     // Together they may exceed an org's cap (each claim counts the leases in its own snapshot): counted, not failed.
     const leases = leasesOf(queue);

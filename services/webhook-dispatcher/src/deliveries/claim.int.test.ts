@@ -37,7 +37,7 @@ async function due(orgId: string, count: number, now: number): Promise<string[]>
   return ids;
 }
 
-const claim = (now: number, limit = 10, orgMaxInFlight = 8) => claimDueDeliveries(db, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: "replica-a", now });
+const claim = async (now: number, limit = 10, orgMaxInFlight = 8) => (await claimDueDeliveries(db, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: "replica-a", now })).rows;
 
 describe("claiming due deliveries", () => {
   it("claims the oldest due first, and a claimed delivery again only once its lease has run out", async () => {
@@ -114,11 +114,11 @@ async function rowsRead(trx: Kysely<DispatcherTables>): Promise<number> {
 }
 
 /** claimDueDeliveries inside a transaction, with the rows of `deliveries` it read. */
-async function measuredClaim(now: number, limit: number, orgMaxInFlight: number): Promise<{ claimed: DeliveryRow[]; read: number }> {
+async function measuredClaim(now: number, limit: number, orgMaxInFlight: number): Promise<{ claimed: DeliveryRow[]; walked: boolean; read: number }> {
   return db.transaction().execute(async (trx) => {
     const before = await rowsRead(trx);
-    const claimed = await claimDueDeliveries(trx, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: "replica-a", now });
-    return { claimed, read: (await rowsRead(trx)) - before };
+    const { rows: claimed, walked } = await claimDueDeliveries(trx, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: "replica-a", now });
+    return { claimed, walked, read: (await rowsRead(trx)) - before };
   });
 }
 
@@ -129,8 +129,10 @@ describe("claiming while an org at its in-flight cap heads the queue", () => {
     await backlog(capped, 20_000, now - 1000);
     expect(await claim(now - 1000, 8, 8)).toHaveLength(8);
     const [otherId] = await dueAt(other, [now]);
-    const { claimed, read } = await measuredClaim(now + 1, 10, 8);
+    const { claimed, walked, read } = await measuredClaim(now + 1, 10, 8);
     expect(claimed.map((row) => row.id)).toEqual([otherId]);
+    // It found the row by walking: it says so, and its sender claims again at once.
+    expect(walked).toBe(true);
     // Skipping the backlog row by row read 340,000 here (each row, and the org's leases again for each); a claim reads
     // what `limit` bounds, whatever the backlog.
     expect(read).toBeLessThan(1000);
@@ -214,7 +216,7 @@ describe("claiming while a gated endpoint's backlog heads the queue", () => {
     const orgs = Array.from({ length: 30 }, () => newId("org"));
     const ids = (await Promise.all(orgs.map((orgId, i) => dueAt(orgId, [now + i, now + i + 1])))).flat();
     // Each claim's head is gated rows only: each takes its rows from the walk.
-    const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimDueDeliveries(db, { limit: 4, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: `replica-${i}`, now: now + 100 })));
+    const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimDueDeliveries(db, { limit: 4, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: `replica-${i}`, now: now + 100 }).then((claim) => claim.rows)));
     const claimed = claims.flat().map((row) => row.id);
     expect(new Set(claimed).size).toBe(claimed.length);
     expect(claimed.every((id) => ids.includes(id))).toBe(true);

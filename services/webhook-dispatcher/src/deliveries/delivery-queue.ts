@@ -20,6 +20,17 @@ export interface ClaimOptions {
   now?: number;
 }
 
+/** What a claim leased. */
+export interface DueClaim {
+  rows: DeliveryRow[];
+  /**
+   * The claim leased rows and walked to find some (an org at its cap or a gated endpoint headed the queue): it may
+   * have left claimable rows its bounds did not reach, so a caller with free slots claims again at once rather than
+   * at its next wake-up. False when it leased nothing.
+   */
+  walked: boolean;
+}
+
 /**
  * The claim's window per row it may take: rows read from the head of the due queue, and both the endpoints with due
  * work the walk gathers and the free slots it fills with their rows (see claimDueDeliveries).
@@ -38,8 +49,8 @@ const WALK_VISITS_PER_WINDOW_ROW = 4;
  * Oldest due first across orgs; how far that holds when an org at its cap or a gated endpoint heads the queue is said
  * below.
  */
-export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DeliveryRow[]> {
-  if (limit <= 0) return [];
+export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlight, leaseMs, leaseToken, now = Date.now() }: ClaimOptions): Promise<DueClaim> {
+  if (limit <= 0) return { rows: [], walked: false };
   // One statement rather than a transaction of select + update: a claim runs for nearly every delivery under load,
   // and each round trip costs a socket write and a wake-up here and a backend cycle in PostgreSQL. Rows in flight are
   // not due (their next_attempt_at is their lease's end), so the scans start at the first claimable row instead of
@@ -76,14 +87,15 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
   // usual) the walk sees every endpoint, but a claim can still take fewer or other rows than the oldest claimable
   // ones when it walks: an endpoint with rows in head is not walked (its rows beyond head wait for a later claim), and
   // each endpoint found is budgeted its org's free slots however few rows it has, which can fill the window
-  // (claim-properties.int.test.ts names both). That costs latency until the next claim, never a lease past a cap. Head's rows all precede the walk's (the walk skips head's endpoints, and its rows lie
-  // beyond head), so the merge by due time takes head's claimable rows first. The window then gives an org no more
+  // (claim-properties.int.test.ts names both). A claim that walked says so (`walked`), and the sender then claims
+  // again at once: that costs a round trip, never a lease past a cap. Head's rows all precede the walk's (the walk
+  // skips head's endpoints, and its rows lie beyond head), so the merge by due time takes head's claimable rows first. The window then gives an org no more
   // than its free slots, counting its rows from head and from each of its endpoints together.
   const lease = deliveryChange({ type: "Leased", leaseToken, until: now + leaseMs });
   const window = limit * CLAIM_WINDOW_PER_ROW;
   // A random point of hashtext's int4 range.
   const walkStart = Math.floor(Math.random() * 2 ** 32) - 2 ** 31;
-  const { rows } = await preparedSql<DeliveryRow>`
+  const { rows } = await preparedSql<DeliveryRow & { walked: boolean }>`
     with recursive head as materialized (
       select d.id, d.org_id, d.endpoint_id, d.next_attempt_at
       from deliveries d
@@ -170,8 +182,8 @@ export async function claimDueDeliveries(db: DispatcherDb, { limit, orgMaxInFlig
     )
     update deliveries d set lease_until = ${lease.lease_until}, lease_token = ${lease.lease_token}, next_attempt_at = ${lease.next_attempt_at}
     from chosen where d.id = chosen.id
-    returning d.*`.execute(db);
-  return rows;
+    returning d.*, exists (select 1 from walk) as walked`.execute(db);
+  return { rows: rows.map(({ walked: _, ...row }) => row), walked: rows[0]?.walked === true };
 }
 
 /** When the next not-yet-due delivery becomes due (to sleep exactly until then), or undefined. */

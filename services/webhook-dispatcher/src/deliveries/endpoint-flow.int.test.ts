@@ -34,7 +34,7 @@ function delivery(orgId: string, endpointId: string, ordered: boolean, sourceEve
 }
 
 const gated = (now: number, token = "replica-a", limit = 10, orgMaxInFlight = 8) => claimGatedDeliveries(db, { limit, orgMaxInFlight, leaseMs: LEASE_MS, leaseToken: token, now });
-const main = (now: number, token = "replica-a") => claimDueDeliveries(db, { limit: 10, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: token, now });
+const main = async (now: number, token = "replica-a") => (await claimDueDeliveries(db, { limit: 10, orgMaxInFlight: 8, leaseMs: LEASE_MS, leaseToken: token, now })).rows;
 const sequences = (rows: Array<{ sequence: number | null }>) => rows.map((row) => row.sequence);
 
 describe("FIFO sequences", () => {

@@ -30,7 +30,7 @@ async function claimed(orgId: string, count: number, now: number): Promise<Deliv
     Array.from({ length: count }, () => ({ orgId, event: "job.completed", sourceEventId: newId("evt"), jobId: newId("job"), batchId: null, url: "http://127.0.0.1:9/", body: "{}", eventAt: now })),
     { now: now - 1 },
   );
-  return claimDueDeliveries(db, { limit: count, orgMaxInFlight: count, leaseMs: 10_000, leaseToken: "replica-a", now });
+  return (await claimDueDeliveries(db, { limit: count, orgMaxInFlight: count, leaseMs: 10_000, leaseToken: "replica-a", now })).rows;
 }
 
 const succeeded = (delivery: DeliveryRow, traceId: string): AttemptToRecord => ({

@@ -352,8 +352,10 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         for (const claim of gated) start(claim.row, slotStart(claim));
         const claimed = await claimDueDeliveries(db, { limit: free - gated.length, orgMaxInFlight: options.orgMaxInFlight, leaseMs, leaseToken });
         failures = 0;
-        for (const row of claimed) start(row);
-        if (gated.length + claimed.length === free) pending = true; // there may be more due
+        for (const row of claimed.rows) start(row);
+        // There may be more due: every slot was filled, or the claim walked past a capped org's or a gated endpoint's
+        // backlog and its bounds may have left rows behind (it made progress, so claiming again cannot spin).
+        if (gated.length + claimed.rows.length === free || claimed.walked) pending = true;
       } catch (error) {
         failures += 1;
         logger.warn({ err: error, failures }, "claiming due deliveries failed; retrying");
