@@ -4,6 +4,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { DEPLOY_AUTHORIZATION_FILE, deployNatsAuthorization, NATS_USERS, natsPasswordVariable } from "@renderbus/bus";
+import { rpcTransportConfigOf } from "@renderbus/config";
 import { newServiceKeySets, serviceKeyringOf } from "@renderbus/rpc";
 import { SERVICE_NODE_FLAGS } from "@renderbus/testing";
 import { authConfigSchema } from "../services/auth/src/config.js";
@@ -258,6 +259,16 @@ describe("deploy manifests", () => {
     expect(refused("worker")).toEqual(expect.arrayContaining(["OUTPUT_SIGNING_SECRET", "S3_SECRET_ACCESS_KEY"]));
   });
 
+  it("runs production with the gRPC transport stated, as a production service requires (RPC_TRANSPORT=mesh)", () => {
+    const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
+    expect(config.MODE).toBe("production");
+    for (const service of SERVICES) {
+      const own = Object.fromEntries((containerOf(serviceDeployment(service)).env as Doc[]).filter((entry) => entry.value !== undefined).map((entry) => [entry.name, entry.value]));
+      // Throws ConfigError naming RPC_TRANSPORT when production leaves it unset or plaintext.
+      expect(rpcTransportConfigOf({ ...config, ...own }), service).toEqual({ mode: "mesh" });
+    }
+  });
+
   it("keeps outputs and uploads in an S3 bucket: no shared volume, and the gateway and the worker reach the store over HTTPS", () => {
     const config = named("ConfigMap", "renderbus-config")!.data as Record<string, string>;
     expect(config).toMatchObject({ STORAGE: "s3", S3_BUCKET: expect.any(String) });
@@ -316,6 +327,9 @@ describe("docker-compose.yml", () => {
     if (bindHost) expect(env[bindHost]).toBe("0.0.0.0");
     const result = SCHEMAS[service].safeParse(env);
     expect(result.error?.issues ?? [], service).toEqual([]);
+    // Production (compose's default MODE) refuses to start without the gRPC transport stated.
+    expect(env.MODE).toBe("production");
+    expect(rpcTransportConfigOf(env), service).toEqual({ mode: "mesh" });
     expect(definition.healthcheck?.test, `${service} healthcheck`).toBeDefined();
   });
 

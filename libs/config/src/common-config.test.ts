@@ -40,8 +40,13 @@ describe("the common configuration block", () => {
       DATABASE_URL: "postgresql://app@db:5432/renderbus",
       DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: "120000",
       NATS_REPLICAS: "3",
+      RPC_TRANSPORT: "tls",
+      RPC_TLS_CA: "/etc/renderbus/rpc/ca.crt",
+      RPC_TLS_CERT: "/etc/renderbus/rpc/tls.crt",
+      RPC_TLS_KEY: "/etc/renderbus/rpc/tls.key",
     });
     expect(config).toMatchObject({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: 120_000 });
+    expect(config).toMatchObject({ RPC_TRANSPORT: "tls", RPC_TLS_CA: "/etc/renderbus/rpc/ca.crt", RPC_TLS_CERT: "/etc/renderbus/rpc/tls.crt", RPC_TLS_KEY: "/etc/renderbus/rpc/tls.key" });
     expect(config).toMatchObject({ MODE: "production", LOG_LEVEL: "warn", NATS_URL: "tls://nats.internal:4222", NATS_NAMESPACE: "t_ab-12", OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector:4318", DATABASE_URL: "postgresql://app@db:5432/renderbus", NATS_REPLICAS: 3 });
   });
 
@@ -56,9 +61,10 @@ describe("the common configuration block", () => {
       DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: "0",
       NATS_REPLICAS: "7",
       SHUTDOWN_TIMEOUT_MS: "10",
+      RPC_TRANSPORT: "ssl",
     });
     expect(problems.map((problem) => problem.variable).sort()).toEqual(
-      ["DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", "DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "SHUTDOWN_TIMEOUT_MS"].sort(),
+      ["DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", "DATABASE_URL", "LOG_LEVEL", "MODE", "NATS_NAMESPACE", "NATS_REPLICAS", "NATS_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "RPC_TRANSPORT", "SHUTDOWN_TIMEOUT_MS"].sort(),
     );
     expect(problems.find((problem) => problem.variable === "NATS_NAMESPACE")?.message).toBe("must be letters, digits, _ or -");
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "./env.js";
+import { RPC_TRANSPORTS } from "./rpc-transport-config.js";
 
 /**
  * The variables every service reads, each with one default and one check: a service's schema extends this
@@ -20,6 +21,19 @@ export const commonConfigSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(25_000),
   /** OTLP/HTTP endpoint for traces; nothing is exported when unset. */
   OTEL_EXPORTER_OTLP_ENDPOINT: env.url(["http", "https"]).optional(),
+  /**
+   * How gRPC calls between services are protected: `tls` (mutual TLS with the three files below), `mesh` (a service
+   * mesh encrypts the pods' traffic) or `plaintext`. Unset: plaintext, except in production, where a service refuses
+   * to start without `tls` or `mesh`. That rule spans variables, so it is checked when the service builds its
+   * identity (`serviceIdentity` in libs/rpc, through rpcTransportConfigOf), not here.
+   */
+  RPC_TRANSPORT: z.enum(RPC_TRANSPORTS).optional(),
+  /** PEM file of the CA that signed the other services' certificates (RPC_TRANSPORT=tls). */
+  RPC_TLS_CA: z.string().optional(),
+  /** PEM file of this service's certificate (chain), whose SAN names the host in the callers' `*_GRPC_ADDRESS`. */
+  RPC_TLS_CERT: z.string().optional(),
+  /** PEM file of the certificate's private key, unencrypted. */
+  RPC_TLS_KEY: z.string().optional(),
 });
 
 /** Services with their own PostgreSQL schema (auth, jobs, webhook-dispatcher). */

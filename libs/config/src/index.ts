@@ -1,12 +1,7 @@
 import { z } from "zod";
+import { ConfigError } from "./config-error.js";
 
-/** Thrown when the environment does not satisfy a service's config schema; the message names every bad variable. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  constructor(readonly problems: { variable: string; message: string }[]) {
-    super(`Invalid configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`);
-  }
-}
+export { ConfigError } from "./config-error.js";
 
 /**
  * Parses `env` once against a zod object schema whose keys are the environment variable names.
@@ -39,4 +34,5 @@ export function loadConfigOrExit<S extends z.ZodObject>(schema: S, service: stri
 export { env } from "./env.js";
 export { findExecutable, pathDirectories } from "./find-executable.js";
 export { commonConfigSchema, databaseVariables, streamVariables } from "./common-config.js";
+export { readRpcTlsFiles, RPC_TRANSPORTS, rpcTransportConfigOf, type RpcTlsFiles, type RpcTlsPaths, type RpcTransportConfig, type RpcTransportMode, type RpcTransportVariables } from "./rpc-transport-config.js";
 export { isKnownDevelopmentSecret, requireProductionSecrets, type SecretsOf } from "./production-secrets.js";

@@ -1,8 +1,9 @@
-import { credentials as grpcCredentials, Metadata, type Client, type ServiceError, type ChannelCredentials, type ClientOptions } from "@grpc/grpc-js";
+import { Metadata, type Client, type ServiceError, type ChannelCredentials, type ClientOptions } from "@grpc/grpc-js";
 import { currentTraceHeaders } from "@renderbus/telemetry";
 import type { AuthContext } from "./auth-context.js";
 import { RPC_SERVICES } from "./callers.js";
 import { fromServiceError } from "./errors.js";
+import { PLAINTEXT_RPC_TRANSPORT } from "./rpc-transport.js";
 import { CALL_TOKEN_METADATA } from "./server.js";
 import type { ServiceName } from "./service-keys.js";
 import type { CallCredentials } from "./service-tokens.js";
@@ -39,11 +40,12 @@ function audienceOf(Constructor: { service: object }): ServiceName {
  * Creates a client for a service at `address` (host:port) whose calls return promises, carry a deadline, the
  * caller's trace context and a call token from `credentials` (the calling service's identity, acting for the call's
  * `auth` when given), and fail with AppError (the error code when the server sent one, SERVICE_UNAVAILABLE when the
- * server cannot be reached).
+ * server cannot be reached, or refuses or fails the TLS handshake). It connects with `credentials.transport`: with
+ * `tls`, the server's certificate must be signed by the CA and name `address`'s host in its SAN.
  */
 export function createRpcClient<C extends Client>(Constructor: ClientConstructor<C>, address: string, credentials: CallCredentials): PromiseClient<C> {
   const audience = audienceOf(Constructor);
-  const client = new Constructor(address, grpcCredentials.createInsecure(), {
+  const client = new Constructor(address, (credentials.transport ?? PLAINTEXT_RPC_TRANSPORT).channelCredentials, {
     "grpc.keepalive_time_ms": 30_000,
     "grpc.max_reconnect_backoff_ms": 2000,
   });

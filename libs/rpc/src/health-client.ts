@@ -1,5 +1,6 @@
-import { credentials, makeGenericClientConstructor, type ClientReadableStream, type ServiceError } from "@grpc/grpc-js";
+import { makeGenericClientConstructor, type ClientReadableStream, type ServiceError } from "@grpc/grpc-js";
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { PLAINTEXT_RPC_TRANSPORT, type RpcTransport } from "./rpc-transport.js";
 
 /** grpc.health.v1 serving statuses, by their wire value. */
 export const HEALTH_STATUS_NAMES = ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"] as const;
@@ -46,8 +47,12 @@ export type HealthClient = InstanceType<typeof HealthClient> & {
   watch(service: string): ClientReadableStream<string>;
 };
 
-export function createHealthClient(address: string): HealthClient {
-  return new HealthClient(address, credentials.createInsecure()) as HealthClient;
+/**
+ * A health client of the server at `address`, connecting with `transport`: a server with `tls` answers only a client
+ * with a certificate (the service's own, e.g. from its environment: `loadRpcTransport(process.env)`).
+ */
+export function createHealthClient(address: string, transport: RpcTransport = PLAINTEXT_RPC_TRANSPORT): HealthClient {
+  return new HealthClient(address, transport.channelCredentials) as HealthClient;
 }
 
 /** The status name `client`'s server reports; rejects when it cannot be reached within `timeoutMs`. */
@@ -65,11 +70,14 @@ function statusOf(client: HealthClient, timeoutMs: number, service: string): Pro
 export class RpcHealthProbe {
   private client: HealthClient | undefined;
 
-  constructor(private readonly address: string) {}
+  constructor(
+    private readonly address: string,
+    private readonly transport: RpcTransport = PLAINTEXT_RPC_TRANSPORT,
+  ) {}
 
   /** The status name the server reports; rejects when it cannot be reached in time. */
   status(timeoutMs = 1000, service = ""): Promise<string> {
-    this.client ??= createHealthClient(this.address);
+    this.client ??= createHealthClient(this.address, this.transport);
     return statusOf(this.client, timeoutMs, service);
   }
 
@@ -86,12 +94,12 @@ export class RpcHealthProbe {
 }
 
 /** The health status name reported by the gRPC server at `address`, over a channel opened for this one check. */
-export function checkRpcHealth(address: string, timeoutMs = 1000, service = ""): Promise<string> {
-  const probe = new RpcHealthProbe(address);
+export function checkRpcHealth(address: string, timeoutMs = 1000, service = "", transport: RpcTransport = PLAINTEXT_RPC_TRANSPORT): Promise<string> {
+  const probe = new RpcHealthProbe(address, transport);
   return probe.status(timeoutMs, service).finally(() => probe.close());
 }
 
 /** True when the gRPC server at `address` answers the standard health check with SERVING within the timeout. */
-export function isRpcServing(address: string, timeoutMs = 1000, service = ""): Promise<boolean> {
-  return checkRpcHealth(address, timeoutMs, service).then((status) => status === "SERVING", () => false);
+export function isRpcServing(address: string, timeoutMs = 1000, service = "", transport: RpcTransport = PLAINTEXT_RPC_TRANSPORT): Promise<boolean> {
+  return checkRpcHealth(address, timeoutMs, service, transport).then((status) => status === "SERVING", () => false);
 }

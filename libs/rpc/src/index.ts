@@ -6,5 +6,6 @@ export * from "./health-client.js";
 export * from "./service-keys.js";
 export * from "./service-key-sets.js";
 export * from "./service-tokens.js";
+export * from "./rpc-transport.js";
 export * from "./callers.js";
 export * from "./test-callers.js";

@@ -1,4 +1,4 @@
-import { Server, ServerCredentials, Metadata, status, type ServiceDefinition, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
+import { Server, Metadata, status, type ServiceDefinition, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { SpanKind, context as otelContext, SpanStatusCode } from "@opentelemetry/api";
 import { AppError, toAppError } from "@renderbus/errors";
@@ -64,9 +64,10 @@ async function authenticate(identity: ServiceIdentity, metadata: Metadata, rule:
 }
 
 /**
- * A grpc-js server with the standard health service (unauthenticated, for probes) and, on every other method, the
+ * A grpc-js server with the standard health service (no call token, for probes) and, on every other method, the
  * call-token check of `identity` against the method's caller rule (callers.ts) before the handler runs, and one error
- * mapping for every handler.
+ * mapping for every handler. It listens with `identity.transport`: with `tls`, a connection without a client
+ * certificate signed by the CA is refused before any method, health included, is reached.
  */
 export function createRpcServer(identity: ServiceIdentity, logger?: Logger): RpcServer {
   const server = new Server();
@@ -144,7 +145,7 @@ export function createRpcServer(identity: ServiceIdentity, logger?: Logger): Rpc
     },
     listen(port, host = "127.0.0.1") {
       return new Promise((resolve, reject) => {
-        server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => {
+        server.bindAsync(`${host}:${port}`, identity.transport.serverCredentials, (error, boundPort) => {
           if (error) return reject(error);
           listening = true;
           report();

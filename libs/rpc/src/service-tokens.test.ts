@@ -79,6 +79,32 @@ describe("SERVICE_TOKEN_KEYS", () => {
   });
 });
 
+describe("serviceIdentity", () => {
+  const productionKeys = newServiceKeySets("k1");
+  const problemsOf = (config: Parameters<typeof serviceIdentity>[1]) => {
+    try {
+      serviceIdentity("jobs", config);
+      return [];
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems.map((problem) => problem.variable);
+      throw error;
+    }
+  };
+
+  it("connects in plaintext outside production when RPC_TRANSPORT is unset, and through a mesh when told so", () => {
+    expect(serviceIdentity("jobs", { MODE: "development" }).transport.mode).toBe("plaintext");
+    expect(serviceIdentity("jobs", { MODE: "production", SERVICE_TOKEN_KEYS: productionKeys.jobs, RPC_TRANSPORT: "mesh" }).transport.mode).toBe("mesh");
+  });
+
+  it("refuses to start a production service without tls or mesh, naming every variable at fault at once", () => {
+    expect(problemsOf({ MODE: "production", SERVICE_TOKEN_KEYS: productionKeys.jobs })).toEqual(["RPC_TRANSPORT"]);
+    expect(problemsOf({ MODE: "production", SERVICE_TOKEN_KEYS: productionKeys.jobs, RPC_TRANSPORT: "plaintext" })).toEqual(["RPC_TRANSPORT"]);
+    expect(problemsOf({ MODE: "production" })).toEqual(["SERVICE_TOKEN_KEYS", "RPC_TRANSPORT"]);
+    expect(problemsOf({ MODE: "production", SERVICE_TOKEN_KEYS: productionKeys.jobs, RPC_TRANSPORT: "tls", RPC_TLS_CA: "/nowhere/ca.pem" })).toEqual(["RPC_TLS_CERT", "RPC_TLS_KEY"]);
+    expect(problemsOf({ MODE: "development", RPC_TRANSPORT: "tls", RPC_TLS_CA: "/nowhere/ca.pem", RPC_TLS_CERT: "/nowhere/tls.crt", RPC_TLS_KEY: "/nowhere/tls.key" })).toEqual(["RPC_TLS_CA", "RPC_TLS_CERT", "RPC_TLS_KEY"]);
+  });
+});
+
 describe("call tokens", () => {
   const [g, w, j] = [newKey(), newKey(), newKey()];
   const gateway = serviceIdentity("gateway", { SERVICE_TOKEN_KEYS: `gateway:g1:private:${g.seed}` });

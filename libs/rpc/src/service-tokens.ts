@@ -1,6 +1,8 @@
 import type { KeyObject } from "node:crypto";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT, type JWTPayload } from "jose";
+import { ConfigError, type RpcTransportVariables } from "@renderbus/config";
 import type { AuthContext } from "./auth-context.js";
+import { loadRpcTransport, PLAINTEXT_RPC_TRANSPORT, type RpcTransport } from "./rpc-transport.js";
 import { isServiceName, serviceKeyringOf, type ServiceKey, type ServiceKeyring, type ServiceName } from "./service-keys.js";
 
 /** Lifetime of a call token; verifiers refuse longer ones. */
@@ -29,6 +31,8 @@ export class CallTokenError extends Error {
 export interface CallCredentials {
   /** A token for a call of `method` (full gRPC path) to `audience`, acting for `auth` when given. */
   tokenFor(audience: ServiceName, method: string, auth?: AuthContext): Promise<string>;
+  /** How the call's connection is protected (rpc-transport.ts); plaintext when absent. */
+  readonly transport?: RpcTransport;
 }
 
 interface TenantClaims extends JWTPayload {
@@ -55,6 +59,8 @@ export class ServiceIdentity implements CallCredentials {
   constructor(
     readonly service: ServiceName,
     private readonly keyring: ServiceKeyring,
+    /** The credentials of this service's gRPC connections, as a server and as a client. */
+    readonly transport: RpcTransport = PLAINTEXT_RPC_TRANSPORT,
   ) {
     const own = keyring.get(service)?.find((key): key is ServiceKey & { privateKey: KeyObject } => key.privateKey !== undefined);
     if (!own) throw new Error(`no private key for ${service}`);
@@ -145,9 +151,24 @@ function authOf(payload: TenantClaims): AuthContext | undefined {
 }
 
 /**
- * The identity of `service` from its config (SERVICE_TOKEN_KEYS and MODE; development keys outside production).
- * Throws ConfigError naming SERVICE_TOKEN_KEYS when production lacks real keys.
+ * The identity of `service` from its config: its call-token keys (SERVICE_TOKEN_KEYS and MODE; development keys
+ * outside production) and its gRPC transport (RPC_TRANSPORT and RPC_TLS_*, their files read here, at start-up).
+ * Throws one ConfigError naming every variable at fault: SERVICE_TOKEN_KEYS when production lacks real keys,
+ * RPC_TRANSPORT when production has neither `tls` nor `mesh`, an RPC_TLS_* file missing, unreadable or invalid.
  */
-export function serviceIdentity(service: ServiceName, config: { MODE?: string; SERVICE_TOKEN_KEYS?: string | undefined }): ServiceIdentity {
-  return new ServiceIdentity(service, serviceKeyringOf(service, config));
+export function serviceIdentity(service: ServiceName, config: { MODE?: string; SERVICE_TOKEN_KEYS?: string | undefined } & RpcTransportVariables): ServiceIdentity {
+  const problems: ConfigError["problems"] = [];
+  const attempt = <T>(load: () => T): T | undefined => {
+    try {
+      return load();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+      return undefined;
+    }
+  };
+  const keyring = attempt(() => serviceKeyringOf(service, config));
+  const transport = attempt(() => loadRpcTransport(config));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return new ServiceIdentity(service, keyring!, transport!);
 }

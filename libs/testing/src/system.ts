@@ -183,7 +183,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     UPLOAD_DIR: options.uploadDir ?? (ownDir ? join(ownDir, "uploads") : `${outputDir}-uploads`),
     // Inputs and webhook receivers of tests (and npm start's demo) are on 127.0.0.1: lift the SSRF guards, except in
     // production mode, whose systems (the security suite) keep them unless a test lifts them itself.
-    ...(options.env?.MODE === "production" ? {} : { ALLOW_PRIVATE_ADDRESSES: "true" }),
+    // Production refuses plaintext gRPC: between processes on loopback, a system states what a mesh would.
+    ...(options.env?.MODE === "production" ? { RPC_TRANSPORT: "mesh" } : { ALLOW_PRIVATE_ADDRESSES: "true" }),
     // Test users spend their free credits at once: no confirmation email, unless a test gives an SMTP server.
     ...(options.env?.SMTP_URL ? {} : { EMAIL_VERIFICATION: "off" }),
     // Under vitest, the gateway checks every response it sends against its schema in /openapi.json and answers 500
@@ -287,16 +288,18 @@ const spawnErrors = new WeakMap<ChildProcess, string>();
 
 /** Waits until a service answers: gRPC health for the internal ones, /healthz for the gateway, /readyz for a worker with a metrics port. */
 async function waitForReady(service: ServiceName, env: Record<string, string>, child: ChildProcess): Promise<void> {
-  const { isRpcServing } = await import("@renderbus/rpc");
+  const { isRpcServing, loadRpcTransport } = await import("@renderbus/rpc");
+  // The services' own transport: with RPC_TRANSPORT=tls they answer a client certificate only.
+  const transport = loadRpcTransport(env);
   const deadline = Date.now() + 60_000;
   const check = async (): Promise<boolean> => {
     switch (service) {
       case "auth":
-        return isRpcServing(env.AUTH_GRPC_ADDRESS!);
+        return isRpcServing(env.AUTH_GRPC_ADDRESS!, 1000, "", transport);
       case "jobs":
-        return isRpcServing(env.JOBS_GRPC_ADDRESS!);
+        return isRpcServing(env.JOBS_GRPC_ADDRESS!, 1000, "", transport);
       case "webhook-dispatcher":
-        return isRpcServing(env.WEBHOOKS_GRPC_ADDRESS!);
+        return isRpcServing(env.WEBHOOKS_GRPC_ADDRESS!, 1000, "", transport);
       case "gateway":
         return fetch(`${env.PUBLIC_URL}/healthz`).then((r) => r.ok, () => false);
       case "worker":

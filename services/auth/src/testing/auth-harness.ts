@@ -37,7 +37,8 @@ export async function startAuthHarness(label: string, env: Record<string, string
     LOG_LEVEL: "debug",
     // Tests that sign up and spend the free credits at once; email-verification.int.test.ts requires confirmation.
     EMAIL_VERIFICATION: "off",
-    ...(env.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("auth") } : {}),
+    // Production refuses plaintext gRPC: on loopback, a test states what a mesh would (docs/operations.md, RPC_TRANSPORT).
+    ...(env.MODE === "production" ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("auth"), RPC_TRANSPORT: "mesh" } : {}),
     ...env,
   });
   const logs: string[] = [];

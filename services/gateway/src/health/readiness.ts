@@ -1,4 +1,4 @@
-import { RpcHealthProbe } from "@renderbus/rpc";
+import { loadRpcTransport, RpcHealthProbe } from "@renderbus/rpc";
 import type { GatewayDeps } from "../deps.js";
 
 /** How long one readiness answer is reused: probes every few seconds see fresh news, a flood costs nothing. */
@@ -33,8 +33,10 @@ export class Readiness {
     private readonly now: () => number = Date.now,
   ) {
     const { AUTH_GRPC_ADDRESS, JOBS_GRPC_ADDRESS, WEBHOOKS_GRPC_ADDRESS } = deps.config;
-    // Channels open on the first check (an app built for a test that never asks opens none).
-    this.probes = { auth: new RpcHealthProbe(AUTH_GRPC_ADDRESS), jobs: new RpcHealthProbe(JOBS_GRPC_ADDRESS), webhooks: new RpcHealthProbe(WEBHOOKS_GRPC_ADDRESS) };
+    // Channels open on the first check (an app built for a test that never asks opens none), over the transport of the
+    // gateway's own calls: with RPC_TRANSPORT=tls the services answer health checks to a client certificate only.
+    const transport = loadRpcTransport(deps.config);
+    this.probes = { auth: new RpcHealthProbe(AUTH_GRPC_ADDRESS, transport), jobs: new RpcHealthProbe(JOBS_GRPC_ADDRESS, transport), webhooks: new RpcHealthProbe(WEBHOOKS_GRPC_ADDRESS, transport) };
   }
 
   /** The checks, from the last second's round or a new one. */

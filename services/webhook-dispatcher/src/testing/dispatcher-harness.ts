@@ -127,9 +127,10 @@ export function testConfig(base: { databaseUrl: string; natsUrl: string; namespa
     AUTH_GRPC_ADDRESS: base.authAddress,
     WEBHOOKS_GRPC_PORT: "0",
     DISPATCHER_POLL_INTERVAL_MS: "200",
-    // Receivers of tests are on 127.0.0.1; a production-mode dispatcher keeps the SSRF guard on.
+    // Receivers of tests are on 127.0.0.1; a production-mode dispatcher keeps the SSRF guard on. Production refuses
+    // plaintext gRPC: on loopback, a test states what a mesh would (RPC_TRANSPORT).
     ...(overrides.MODE === "production"
-      ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("webhook-dispatcher"), SECRETS_ENCRYPTION_KEYS: `test:${Buffer.alloc(32, 7).toString("base64")}` }
+      ? { SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys("webhook-dispatcher"), SECRETS_ENCRYPTION_KEYS: `test:${Buffer.alloc(32, 7).toString("base64")}`, RPC_TRANSPORT: "mesh" }
       : { ALLOW_PRIVATE_ADDRESSES: "true" }),
     ...overrides,
   });
