@@ -107,6 +107,16 @@ describe("readRpcTlsFiles", () => {
     expect(problemsOf(() => readRpcTlsFiles({ ...pathsOf(leaf), key: otherLeaf.key }))).toEqual([`RPC_TLS_KEY: ${otherLeaf.key} is not the key of the certificate in RPC_TLS_CERT (${leaf.cert})`]);
   });
 
+  it("refuses a certificate another CA signed (every peer would refuse its handshakes), and takes a bundle of two CAs (a rotation)", () => {
+    const foreign = createTestCertificateAuthority(dir, "foreign").issue("jobs");
+    expect(problemsOf(() => readRpcTlsFiles({ ...pathsOf(leaf), cert: foreign.cert, key: foreign.key }))).toEqual([
+      `RPC_TLS_CERT: ${foreign.cert}: the certificate is not signed by a CA in RPC_TLS_CA (${leaf.ca})`,
+    ]);
+    const bundle = join(dir, "bundle.pem");
+    writeFileSync(bundle, readFileSync(leaf.ca, "utf8") + readFileSync(foreign.ca, "utf8"));
+    expect(() => readRpcTlsFiles({ ca: bundle, cert: foreign.cert, key: foreign.key })).not.toThrow();
+  });
+
   it("refuses a certificate past its validity", () => {
     const inThreeDays = new Date(Date.now() + 3 * 86_400_000);
     const problems = problemsOf(() => readRpcTlsFiles(pathsOf(leaf), inThreeDays));

@@ -91,8 +91,21 @@ function certificatesOf(pem: Buffer): X509Certificate[] | string {
 }
 
 /**
+ * Whether `chain` (a certificate, then the intermediates that signed it, in order) ends at one of `authorities`: each
+ * certificate signed by the next, the last signed by an authority or being one.
+ */
+function chainsTo(chain: X509Certificate[], authorities: X509Certificate[]): boolean {
+  const signedBy = (child: X509Certificate, parent: X509Certificate) => child.checkIssued(parent) && child.verify(parent.publicKey);
+  const top = chain.at(-1)!;
+  return (
+    chain.every((certificate, index) => index === chain.length - 1 || signedBy(certificate, chain[index + 1]!)) &&
+    authorities.some((authority) => authority.fingerprint256 === top.fingerprint256 || signedBy(top, authority))
+  );
+}
+
+/**
  * Reads the PEM files of `tls` once, at start-up, and checks them: the CA file and the certificate file hold
- * certificates, the certificate is within its validity period, the key file holds an unencrypted private key that
+ * certificates, the certificate is within its validity period and signed by a CA of the CA file, the key file holds an unencrypted private key that
  * belongs to the certificate. A rotation is a restart with new files.
  * @throws {ConfigError} naming each variable whose file cannot be read or is not what it should be. The messages
  *   name the path, never the contents.
@@ -111,9 +124,11 @@ export function readRpcTlsFiles(paths: RpcTlsPaths, now: Date = new Date()): Rpc
   const cert = read("cert");
   const key = read("key");
 
+  let authorities: X509Certificate[] | undefined;
   if (ca) {
     const certificates = certificatesOf(ca);
     if (typeof certificates === "string") problems.push({ variable: TLS_VARIABLES.ca, message: `${paths.ca} ${certificates}` });
+    else authorities = certificates;
   }
   let leaf: X509Certificate | undefined;
   if (cert) {
@@ -123,6 +138,11 @@ export function readRpcTlsFiles(paths: RpcTlsPaths, now: Date = new Date()): Rpc
       leaf = certificates[0]!;
       if (new Date(leaf.validTo) < now) problems.push({ variable: TLS_VARIABLES.cert, message: `${paths.cert}: the certificate expired on ${leaf.validTo}` });
       else if (new Date(leaf.validFrom) > now) problems.push({ variable: TLS_VARIABLES.cert, message: `${paths.cert}: the certificate is not valid before ${leaf.validFrom}` });
+      // Every peer checks this certificate against its own RPC_TLS_CA: one the CA did not sign would fail each
+      // handshake later, as an unavailable peer rather than a refused start.
+      if (authorities && !chainsTo(certificates, authorities)) {
+        problems.push({ variable: TLS_VARIABLES.cert, message: `${paths.cert}: the certificate is not signed by a CA in RPC_TLS_CA (${paths.ca})` });
+      }
     }
   }
   if (key) {

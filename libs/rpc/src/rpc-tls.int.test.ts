@@ -7,11 +7,11 @@ import { jobs } from "@renderbus/contracts";
 import { createTestCertificateAuthority, type TestLeafCertificate } from "../../config/src/test-fixtures/test-certificates.js";
 import { createRpcClient, type PromiseClient } from "./client.js";
 import { checkRpcHealth, isRpcServing } from "./health-client.js";
-import { loadRpcTransport, type RpcTransport } from "./rpc-transport.js";
+import { loadRpcTransport, tlsRpcTransport, type RpcTransport } from "./rpc-transport.js";
 import { createRpcServer, type AsyncService, type RpcServer } from "./server.js";
-import type { ServiceName } from "./service-keys.js";
+import { serviceKeyringOf, type ServiceName } from "./service-keys.js";
 import { productionTestServiceTokenKeys } from "./test-callers.js";
-import { serviceIdentity, type CallCredentials, type ServiceIdentity } from "./service-tokens.js";
+import { ServiceIdentity, serviceIdentity, type CallCredentials } from "./service-tokens.js";
 
 // Mutual TLS between real grpc-js servers and clients on 127.0.0.1, with a CA and certificates made by openssl for
 // this file (docs/operations.md, "gRPC transport"). Every identity is built the way a production service builds its
@@ -35,6 +35,16 @@ function identityOf(service: ServiceName, leaf: TestLeafCertificate, ca = leaf.c
     RPC_TLS_CERT: leaf.cert,
     RPC_TLS_KEY: leaf.key,
   });
+}
+
+/**
+ * A production identity presenting a certificate `ca` did not sign: serviceIdentity refuses to start with one (the
+ * start-up check of RPC_TLS_CERT), so this one is built past that check, as a misconfigured or hostile peer would be.
+ */
+function impostorOf(service: ServiceName, leaf: TestLeafCertificate, ca: string): ServiceIdentity {
+  expect(() => identityOf(service, leaf, ca)).toThrow(/RPC_TLS_CERT: .* not signed by a CA in RPC_TLS_CA/);
+  const transport = tlsRpcTransport({ ca: readFileSync(ca), cert: readFileSync(leaf.cert), key: readFileSync(leaf.key) });
+  return new ServiceIdentity(service, serviceKeyringOf(service, { MODE: "production", SERVICE_TOKEN_KEYS: productionTestServiceTokenKeys(service) }), transport);
 }
 
 /** A Jobs server of `identity` whose handlers count the calls that reach them. */
@@ -125,7 +135,7 @@ describe("gRPC over mutual TLS (RPC_TRANSPORT=tls)", () => {
   it("refuses a client whose certificate another CA signed, and one with no certificate", async () => {
     const handled = jobsServer.counts.handled;
     // Trusts the right CA, so it would accept the server; the server does not accept it.
-    const impostor = identityOf("gateway", rogue.gateway, trusted.gateway.ca);
+    const impostor = impostorOf("gateway", rogue.gateway, trusted.gateway.ca);
     expect(await outcomeOf(clientOf(jobsServer.address, impostor).getJob({ jobId: "job_1" }, { auth: AUTH, deadlineMs: 3000 }))).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
 
     const serverOnlyTls: RpcTransport = { mode: "tls", serverCredentials: ServerCredentials.createInsecure(), channelCredentials: grpcCredentials.createSsl(readFileSync(trusted.gateway.ca)) };
@@ -136,7 +146,7 @@ describe("gRPC over mutual TLS (RPC_TRANSPORT=tls)", () => {
 
   it.each([
     // Would accept the gateway's certificate (it trusts the deployment's CA); the client refuses it.
-    ["another CA signed", () => identityOf("jobs", rogue.jobs, trusted.jobs.ca)],
+    ["another CA signed", () => impostorOf("jobs", rogue.jobs, trusted.jobs.ca)],
     // Signed by the right CA, for jobs.renderbus.svc.cluster.local: not the host the client dialled (127.0.0.1).
     ["does not name the host dialled", () => identityOf("jobs", trusted.jobsOtherHost)],
   ])("refuses a server whose certificate %s", async (_case, identity) => {
