@@ -31,13 +31,15 @@ export interface GatewayService {
 
 /** Starts the gateway: clients to the services, cache invalidation, then the HTTP server. */
 export async function startGatewayService(config: GatewayConfig, { logger, metrics }: { logger: Logger; metrics?: Registry }): Promise<GatewayService> {
+  // First: a production gateway without real call-token keys or a protected gRPC transport refuses to start before
+  // it connects to anything.
+  const identity = serviceIdentity("gateway", config);
   const bus = await Bus.connect({ url: config.NATS_URL, name: "gateway", namespace: config.NATS_NAMESPACE, logger });
   // Every API request makes Redis calls (its client's and its org's rate limits, its key's revocation marks): with
   // auto-pipelining the commands of all requests handled in one turn of the event loop go out in one write and come
   // back in one read, instead of a write, a wake-up of Redis and a read each.
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
   redis.on("error", (error) => logger.warn({ err: error }, "redis error"));
-  const identity = serviceIdentity("gateway", config);
   const authClient = createRpcClient(auth.AuthClient, config.AUTH_GRPC_ADDRESS, identity);
   // Tests run several systems against one Redis; their NATS namespace keeps their counters and marks apart.
   const redisPrefix = config.NATS_NAMESPACE ? `rb:${config.NATS_NAMESPACE}` : "rb";

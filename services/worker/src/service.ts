@@ -57,11 +57,12 @@ export async function startWorkerService(config: WorkerConfig, options: WorkerSe
   configureSandbox(await chooseSandbox(config, logger));
   configureMediaCaps({ maxPixels: config.MEDIA_MAX_PIXELS, maxFps: config.MEDIA_MAX_FPS, outputMaxBytes: config.OUTPUT_MAX_BYTES });
   const workerId = config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  // Before it connects too: without real call-token keys or a protected gRPC transport, production refuses to start.
+  const identity = serviceIdentity("worker", config);
   const bus = await Bus.connect({ url: config.NATS_URL, name: `worker-${workerId}`, namespace: config.NATS_NAMESPACE, replicas: config.NATS_REPLICAS, logger });
   // Not JOBS_EVENTS: the worker only listens to cancel events over core NATS, and its NATS user may not change that
   // stream (a compromised worker could otherwise cut every subscriber's history; libs/bus nats-permissions.ts).
   await bus.ensureStreams([STREAMS.jobDispatch, WORKER_ATTEMPTS]);
-  const identity = serviceIdentity("worker", config);
   const jobsClient = createRpcClient(jobs.JobsClient, config.JOBS_GRPC_ADDRESS, identity);
   const billingClient = createRpcClient(auth.BillingClient, config.AUTH_GRPC_ADDRESS, identity);
   const inputAgent = createInputAgent({
