@@ -4,14 +4,15 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Bus, STREAMS } from "@renderbus/bus";
-import { auth, jobs, type jobEvents } from "@renderbus/contracts";
-import { AppError, conflict, insufficientCredits } from "@renderbus/errors";
-import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
+import type { auth, jobs, jobEvents } from "@renderbus/contracts";
+import { conflict, insufficientCredits } from "@renderbus/errors";
+import type { AsyncService } from "@renderbus/rpc";
 import { createObjectStore, verifyOutputSignature } from "@renderbus/storage";
 import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace, testStorageEnv } from "@renderbus/testing";
 import { workerConfigSchema, type WorkerConfig } from "./config.js";
 import { startWorkerService, type WorkerService } from "./service.js";
+import { notPartOfThisTest as unused, startStandIns, type StandIns } from "./testing/stand-in-services.js";
 import { createTestMedia, serveFiles } from "./testing/test-media.js";
 
 const SECRET = "worker-test-output-secret";
@@ -55,9 +56,6 @@ async function until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<
   }
 }
 
-const unused = async (): Promise<never> => {
-  throw new AppError("INTERNAL_ERROR", "not part of this test");
-};
 
 const jobsService: AsyncService<jobs.JobsServer> = {
   submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
@@ -90,8 +88,7 @@ const billingService: AsyncService<auth.BillingServer> = {
   },
 };
 
-let rpc: RpcServer;
-let billingRpc: RpcServer;
+let standIns: StandIns;
 let bus: Bus;
 let worker: WorkerService;
 let mediaDir: string;
@@ -108,20 +105,14 @@ beforeAll(async () => {
   await createTestMedia(mediaDir);
   files = await serveFiles(mediaDir);
   // Stand-ins for the jobs and auth services, each checking the worker's call tokens as the real one does.
-  rpc = createRpcServer(devServiceIdentity("jobs"));
-  rpc.add(jobs.JobsService, jobsService);
-  billingRpc = createRpcServer(devServiceIdentity("auth"));
-  billingRpc.add(auth.BillingService, billingService);
-  const port = await rpc.listen(0);
-  const billingPort = await billingRpc.listen(0);
+  standIns = await startStandIns({ jobs: jobsService, billing: billingService });
   config = workerConfigSchema.parse({
     MODE: "test",
     // Inputs come from a file server on 127.0.0.1.
     ALLOW_PRIVATE_ADDRESSES: "true",
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
-    JOBS_GRPC_ADDRESS: `127.0.0.1:${port}`,
-    AUTH_GRPC_ADDRESS: `127.0.0.1:${billingPort}`,
+    ...standIns.addresses,
     OUTPUT_DIR: outputDir,
     OUTPUT_SIGNING_SECRET: SECRET,
     PUBLIC_URL,
@@ -141,8 +132,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker?.stop();
   await bus?.close();
-  await rpc?.shutdown(100);
-  await billingRpc?.shutdown(100);
+  await standIns?.stop();
   await files?.close();
   await Promise.all([mediaDir, outputDir].map((dir) => rm(dir, { recursive: true, force: true })));
 });

@@ -4,13 +4,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Bus } from "@renderbus/bus";
-import { auth, jobs, type jobEvents } from "@renderbus/contracts";
-import { AppError, conflict } from "@renderbus/errors";
-import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
+import type { auth, jobs, jobEvents } from "@renderbus/contracts";
+import { conflict } from "@renderbus/errors";
+import type { AsyncService } from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace } from "@renderbus/testing";
 import { workerConfigSchema } from "../config.js";
 import { startWorkerService, type WorkerService } from "../service.js";
+import { notPartOfThisTest as unused, startStandIns, type StandIns } from "../testing/stand-in-services.js";
 import { createTestMedia, serveFiles } from "../testing/test-media.js";
 
 /** Jobs the stand-in jobs service treats as cancelled: HoldJob and StartJob answer CONFLICT, as the real one does. */
@@ -19,9 +20,6 @@ const started = new Set<string>();
 const held = new Set<string>();
 const reports: string[] = [];
 
-const unused = async (): Promise<never> => {
-  throw new AppError("INTERNAL_ERROR", "not part of this test");
-};
 const jobsService: AsyncService<jobs.JobsServer> = {
   submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused,
   async holdJob(request) {
@@ -51,8 +49,7 @@ const billingService: AsyncService<auth.BillingServer> = {
   },
 };
 
-let jobsRpc: RpcServer;
-let billingRpc: RpcServer;
+let standIns: StandIns;
 let bus: Bus;
 let worker: WorkerService;
 let mediaDir: string;
@@ -65,17 +62,13 @@ beforeAll(async () => {
   mediaDir = await mkdtemp(path.join(tmpdir(), "rb-job-holder-"));
   await createTestMedia(mediaDir);
   files = await serveFiles(mediaDir);
-  jobsRpc = createRpcServer(devServiceIdentity("jobs"));
-  jobsRpc.add(jobs.JobsService, jobsService);
-  billingRpc = createRpcServer(devServiceIdentity("auth"));
-  billingRpc.add(auth.BillingService, billingService);
+  standIns = await startStandIns({ jobs: jobsService, billing: billingService });
   const config = workerConfigSchema.parse({
     MODE: "test",
     ALLOW_PRIVATE_ADDRESSES: "true",
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
-    JOBS_GRPC_ADDRESS: `127.0.0.1:${await jobsRpc.listen(0)}`,
-    AUTH_GRPC_ADDRESS: `127.0.0.1:${await billingRpc.listen(0)}`,
+    ...standIns.addresses,
     OUTPUT_DIR: mediaDir,
     OUTPUT_SIGNING_SECRET: "job-holder-test-secret",
     PUBLIC_URL: "http://gateway.test",
@@ -91,8 +84,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker?.stop();
   await bus?.close();
-  await jobsRpc?.shutdown(100);
-  await billingRpc?.shutdown(100);
+  await standIns?.stop();
   await files?.close();
   if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
 });

@@ -6,13 +6,13 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Bus } from "@renderbus/bus";
 import { parseConfig } from "@renderbus/config";
-import { auth, jobs, type jobEvents } from "@renderbus/contracts";
-import { AppError } from "@renderbus/errors";
-import { createRpcServer, devServiceIdentity, type AsyncService, type RpcServer } from "@renderbus/rpc";
+import type { auth, jobs, jobEvents } from "@renderbus/contracts";
+import type { AsyncService } from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace } from "@renderbus/testing";
 import { workerConfigSchema } from "../config.js";
 import { startWorkerService, type WorkerService } from "../service.js";
+import { notPartOfThisTest as unused, startStandIns, type StandIns } from "../testing/stand-in-services.js";
 
 /**
  * The input guard is on unless ALLOW_PRIVATE_ADDRESSES=true, whatever the MODE: a development-mode worker configured
@@ -22,15 +22,11 @@ describe("input SSRF guard by default", () => {
   const failed: jobs.FailJobRequest[] = [];
   let connections = 0;
   let inputServer: Server;
-  let jobsRpc: RpcServer;
-  let billingRpc: RpcServer;
+  let standIns: StandIns;
   let worker: WorkerService;
   let bus: Bus;
   let outputDir: string;
 
-  const unused = async (): Promise<never> => {
-    throw new AppError("INTERNAL_ERROR", "not part of this test");
-  };
   const jobsService: AsyncService<jobs.JobsServer> = {
     submitJob: unused, getJob: unused, listJobs: unused, cancelJob: unused, submitBatch: unused, getBatch: unused, listBatches: unused, listJobTypes: unused, holdJob: async () => ({}),
     startJob: async () => ({ job: undefined }),
@@ -49,19 +45,14 @@ describe("input SSRF guard by default", () => {
     inputServer = createServer((_request, response) => response.end("media"));
     inputServer.on("connection", () => (connections += 1));
     await new Promise<void>((resolve) => inputServer.listen(0, "127.0.0.1", resolve));
-    jobsRpc = createRpcServer(devServiceIdentity("jobs"));
-    jobsRpc.add(jobs.JobsService, jobsService);
-    billingRpc = createRpcServer(devServiceIdentity("auth"));
-    billingRpc.add(auth.BillingService, billingService);
-    const [jobsPort, billingPort] = [await jobsRpc.listen(0), await billingRpc.listen(0)];
+    standIns = await startStandIns({ jobs: jobsService, billing: billingService });
     outputDir = await mkdtemp(path.join(tmpdir(), "rb-worker-guard-"));
     const namespace = testNamespace("workerguard");
     const config = parseConfig(workerConfigSchema, {
       MODE: "development",
       NATS_URL: testInfra().natsUrl,
       NATS_NAMESPACE: namespace,
-      JOBS_GRPC_ADDRESS: `127.0.0.1:${jobsPort}`,
-      AUTH_GRPC_ADDRESS: `127.0.0.1:${billingPort}`,
+      ...standIns.addresses,
       OUTPUT_DIR: outputDir,
       INPUT_CONNECT_TIMEOUT_MS: "2000",
     });
@@ -73,8 +64,7 @@ describe("input SSRF guard by default", () => {
   afterAll(async () => {
     await worker?.stop();
     await bus?.close();
-    await jobsRpc?.shutdown(100);
-    await billingRpc?.shutdown(100);
+    await standIns?.stop();
     await new Promise<void>((resolve) => (inputServer ? inputServer.close(() => resolve()) : resolve()));
     if (outputDir) await rm(outputDir, { recursive: true, force: true });
   });
