@@ -51,6 +51,9 @@ export const FATAL_CLEANUP_TIMEOUT_MS = 3000;
 /** The exit code after an uncaught exception or unhandled rejection (EX_SOFTWARE), for the supervisor to restart. */
 export const FATAL_EXIT_CODE = 70;
 
+/** The exit code of a configuration a service refuses (EX_CONFIG), as @renderbus/config's loadConfigOrExit exits. */
+export const CONFIG_EXIT_CODE = 78;
+
 /**
  * The body of every service's `main.ts`: starts tracing and logging, starts the service, serves Prometheus metrics
  * on `<SERVICE>_METRICS_PORT` or `METRICS_PORT` (when set and the service does not serve them itself), and on SIGTERM/SIGINT stops it once (the
@@ -104,7 +107,19 @@ export async function runService<C extends ServiceConfig>(
   };
   process.on("uncaughtException", (error, origin) => fatal(error, origin));
   process.on("unhandledRejection", (reason) => fatal(reason, "unhandledRejection"));
-  service = await start(config, { logger, metrics });
+  try {
+    service = await start(config, { logger, metrics });
+  } catch (error) {
+    // Settings checked only when the service builds what uses them (call-token keys, the gRPC transport's files) end
+    // the start the way the config loader's checks do: their message and EX_CONFIG, not a crash to be restarted.
+    // Known by name: @renderbus/config's ConfigError, without this library depending on it.
+    if (error instanceof Error && error.name === "ConfigError") {
+      process.stderr.write(`${name}: ${error.message}\n`);
+      logger.flush(() => process.exit(CONFIG_EXIT_CODE));
+      return;
+    }
+    throw error;
+  }
   const started = service;
   let metricsServer: MetricsServer | undefined;
   const metricsPort = metricsPortFromEnv(name, env);
