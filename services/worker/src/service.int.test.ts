@@ -12,6 +12,7 @@ import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace, testStorageEnv } from "@renderbus/testing";
 import { workerConfigSchema, type WorkerConfig } from "./config.js";
 import { startWorkerService, type WorkerService } from "./service.js";
+import { isAlive } from "./testing/processes.js";
 import { notPartOfThisTest as unused, startStandIns, type StandIns } from "./testing/stand-in-services.js";
 import { createTestMedia, serveFiles } from "./testing/test-media.js";
 
@@ -159,15 +160,6 @@ async function dispatch(type: string, inputs: Record<string, string>, params: Re
   };
   await bus.publish(`jobs.dispatch.${type}.${jobId}`, body, { msgId: `dispatch-${jobId}` });
   return jobId;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("worker service", () => {

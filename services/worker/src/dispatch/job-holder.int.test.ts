@@ -11,6 +11,7 @@ import { createLogger } from "@renderbus/telemetry";
 import { testInfra, testNamespace } from "@renderbus/testing";
 import { workerConfigSchema } from "../config.js";
 import { startWorkerService, type WorkerService } from "../service.js";
+import { isAlive } from "../testing/processes.js";
 import { notPartOfThisTest as unused, startStandIns, type StandIns } from "../testing/stand-in-services.js";
 import { createTestMedia, serveFiles } from "../testing/test-media.js";
 
@@ -88,15 +89,6 @@ afterAll(async () => {
   await files?.close();
   if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until<T>(find: () => T | undefined, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

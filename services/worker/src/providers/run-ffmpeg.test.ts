@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobCancelledError, JobFailure } from "../job-failure.js";
 import { DEFAULT_MEDIA_CAPS } from "../media/media-caps.js";
 import { guardedFfmpegArgs, runFfmpeg, summarizeFfmpegError } from "./run-ffmpeg.js";
+import { isAlive } from "../testing/processes.js";
 
 let workDir: string;
 // A source looped forever in real time: only a kill ends it. (Generated inputs like lavfi are off the demuxer
@@ -35,15 +36,6 @@ function ffmpegProcessesReading(file: string): string[] {
       return false;
     }
   });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("runFfmpeg", () => {
