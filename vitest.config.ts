@@ -29,6 +29,12 @@ const shared = {
   // Vitest's default (cores - 1) runs one file at a time on a 2-core machine, and most of an e2e file's time is spent
   // waiting on its services: two files at once took the suite from 25.5 to 16.8 min here (2026-11-29), and from 42.5 to 33.9 min on a slower machine.
   maxWorkers: Math.max(2, availableParallelism() - 1),
+  // A worker keeps its modules from one test file to the next instead of a fresh process per file: importing each
+  // file's graph (the gateway, kysely, nats, grpc...) cost the suite 297 s of its 2 x 1,707 s and the forks most of the
+  // rest of its idle time (2026-12-02, one `npm test` on a slow host; a subset of 103 integration files: 387 -> 259 s).
+  // A file therefore gives back what it registers process-wide: Tracing.shutdown releases the OpenTelemetry globals,
+  // and a file that mocks a module loads what imports it afresh (vi.resetModules, openapi-document.test.ts).
+  isolate: false,
 } as const;
 
 export default defineConfig({

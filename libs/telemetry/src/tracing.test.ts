@@ -3,7 +3,21 @@ import { join } from "node:path";
 import { metrics } from "@opentelemetry/api";
 import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { startTracing, tracer } from "./tracing.js";
+
+/** An exporter that keeps what it is given past shutdown. */
+function keepingExporter(): SpanExporter & { spans: ReadableSpan[] } {
+  const spans: ReadableSpan[] = [];
+  return {
+    spans,
+    export: (batch, done) => {
+      spans.push(...batch);
+      done({ code: 0 });
+    },
+    shutdown: async () => {},
+  };
+}
 
 describe("startTracing", () => {
   const received: string[] = [];
@@ -24,6 +38,21 @@ describe("startTracing", () => {
     await telemetry.shutdown(); // flushes both exporters
     expect(received).toContain("/v1/traces");
     expect(received).toContain("/v1/metrics");
+  });
+});
+
+describe("tracing started again in the same process", () => {
+  it("exports to the new exporter once the first tracing has shut down", async () => {
+    const first = keepingExporter();
+    const second = keepingExporter();
+    const before = await startTracing({ service: "first", exporter: first });
+    tracer().startActiveSpan("first work", (span) => span.end());
+    await before.shutdown();
+    const after = await startTracing({ service: "second", exporter: second });
+    tracer().startActiveSpan("second work", (span) => span.end());
+    await after.shutdown();
+    expect(first.spans.map((span) => span.name)).toEqual(["first work"]);
+    expect(second.spans.map((span) => span.name)).toEqual(["second work"]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { trace, context, propagation, isSpanContextValid, ROOT_CONTEXT, type Tracer, type Context, type Link } from "@opentelemetry/api";
+import { trace, context, metrics, propagation, isSpanContextValid, ROOT_CONTEXT, type Tracer, type Context, type Link } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -12,7 +12,20 @@ export interface TracingOptions {
 }
 
 export interface Tracing {
+  /** Flushes what is exported and gives the OpenTelemetry globals back: a later startTracing in the same process registers its own. */
   shutdown(): Promise<void>;
+}
+
+/**
+ * Unregisters the global tracer and meter providers, context manager and propagator. The OpenTelemetry API refuses a second
+ * registration while one is in place (it keeps the first, now shut down, and says so only through its diagnostic
+ * logger): without this, tracing started again in one process (test files sharing a worker) exported nothing.
+ */
+function releaseGlobals(): void {
+  trace.disable();
+  metrics.disable();
+  context.disable();
+  propagation.disable();
 }
 
 /**
@@ -24,7 +37,7 @@ export async function startTracing({ service, otlpEndpoint, exporter }: TracingO
     // Nothing is exported, but incoming trace context must still flow to outgoing calls and stored events.
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-    return { shutdown: async () => {} };
+    return { shutdown: async () => releaseGlobals() };
   }
   // Loaded only when spans leave the process: the SDK and the OTLP exporters cost every service that exports nothing
   // start-up time and memory (see docs/operations.md, Observability).
@@ -52,7 +65,7 @@ export async function startTracing({ service, otlpEndpoint, exporter }: TracingO
     instrumentations: [],
   });
   sdk.start();
-  return { shutdown: () => sdk.shutdown() };
+  return { shutdown: () => sdk.shutdown().finally(releaseGlobals) };
 }
 
 export function tracer(name = "renderbus"): Tracer {

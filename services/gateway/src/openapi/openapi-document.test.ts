@@ -9,7 +9,6 @@ import { loadPlans } from "@renderbus/plans";
 import { createLocalUploadStore } from "@renderbus/uploads";
 import { createLogger, createMetricsRegistry } from "@renderbus/telemetry";
 import { jobProgressPayload } from "@renderbus/webhook-payloads";
-import { buildApp } from "../app.js";
 import { gatewayConfigSchema } from "../config.js";
 import type { GatewayDeps } from "../deps.js";
 import { defineRoute, type RouteDefinition } from "../http/route.js";
@@ -51,8 +50,22 @@ const NOT_PUBLIC_API: { pattern: RegExp; reason: string }[] = [
   { pattern: /^(GET|DELETE) \/mcp$/, reason: "answer 405: the stateless MCP transport has no standalone stream or session to delete" },
 ];
 
+/**
+ * The gateway's app module, loaded afresh so that it imports the mocked Fastify: test files share their worker's
+ * modules (vitest.config.ts), and an earlier file may have loaded the real one.
+ */
+let appModule: Promise<typeof import("../app.js")> | undefined;
+function loadAppModule() {
+  if (!appModule) {
+    vi.resetModules();
+    appModule = import("../app.js");
+  }
+  return appModule;
+}
+
 /** The gateway app with inert dependencies: enough to register every route (no request reaches a service here). */
 async function gatewayApp() {
+  const { buildApp } = await loadAppModule();
   const deps = {
     config: gatewayConfigSchema.parse({}),
     logger: createLogger({ service: "openapi-test", level: "silent" }),
