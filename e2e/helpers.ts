@@ -5,17 +5,14 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { runAdmin } from "../services/auth/src/testing/run-admin.js";
 
 export const repoRoot = resolve(import.meta.dirname, "..");
 const run = promisify(execFile);
 
-/** Runs the operator CLI (`npm run admin -- ...`) against a running system's database. */
+/** Runs the operator CLI (`npm run admin -- ...`) against a running system's database, in this process. */
 export async function admin(env: Record<string, string>, ...args: string[]): Promise<string> {
-  const { stdout } = await run(join(repoRoot, "node_modules", ".bin", "tsx"), ["services/auth/src/admin/cli.ts", ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-  });
-  return stdout;
+  return runAdmin(env, args);
 }
 
 /** Creates an org with the operator CLI and returns its id and API key. */
