@@ -1,13 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
 import type { DispatcherService } from "./service.js";
-import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig } from "./testing/dispatcher-harness.js";
+import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, startTestDispatcher, testConfig, spawnDispatcher } from "./testing/dispatcher-harness.js";
 
-const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const EVENTS = 1000;
 /** Attempts one replica has in flight at most (DISPATCHER_CONCURRENCY default): the only ones a crash may repeat. */
 const IN_FLIGHT_PER_REPLICA = 64;
@@ -21,7 +19,7 @@ let env: Record<string, string>;
 const children: ChildProcess[] = [];
 
 function startChild(): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawnDispatcher(env);
   children.push(child);
   return child;
 }

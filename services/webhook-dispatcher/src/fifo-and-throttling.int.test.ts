@@ -1,16 +1,14 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@renderbus/ids";
 import { createTestDatabase, testInfra, testNamespace } from "@renderbus/testing";
-import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, type ReceivedRequest } from "./testing/dispatcher-harness.js";
+import { connectPublisher, eventually, jobCompletedEvent, startFakeAuth, startReceiver, type ReceivedRequest, spawnDispatcher } from "./testing/dispatcher-harness.js";
 
 /**
  * FIFO endpoints and throttling (docs/webhooks.md, "Ordering" and "Throttling") with real dispatcher replicas: child
  * processes sharing one database and one durable consumer, as in production.
  */
-const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
 let fakeAuth: Awaited<ReturnType<typeof startFakeAuth>>;
 let publisher: Awaited<ReturnType<typeof connectPublisher>>;
@@ -19,7 +17,7 @@ let env: Record<string, string>;
 let children: ChildProcess[] = [];
 
 function startReplica(): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawnDispatcher(env);
   children.push(child);
   return child;
 }

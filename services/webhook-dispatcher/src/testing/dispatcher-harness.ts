@@ -1,4 +1,6 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { resolve } from "node:path";
 import type { AddressPolicy } from "@renderbus/address-guard";
 import { Bus, STREAMS } from "@renderbus/bus";
 import { parseConfig } from "@renderbus/config";
@@ -18,8 +20,20 @@ import {
   type RpcServer,
 } from "@renderbus/rpc";
 import { createLogger } from "@renderbus/telemetry";
+import { defaultServiceRuntime, serviceCommand } from "@renderbus/testing";
 import { configSchema, type DispatcherConfig } from "../config.js";
 import { startDispatcherService, type DispatcherService } from "../service.js";
+
+const repoRoot = resolve(import.meta.dirname, "..", "..", "..", "..");
+
+/**
+ * The dispatcher as a process of its own, with `env` over this process's environment: from its bundle when the test
+ * run built them (as it ships, and without compiling the service's TypeScript again at each start), else from source.
+ */
+export function spawnDispatcher(env: Record<string, string>): ChildProcess {
+  const { command, args } = serviceCommand(repoRoot, "webhook-dispatcher", defaultServiceRuntime());
+  return spawn(command, args, { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+}
 
 /**
  * Plays the auth service's `GetWebhookTarget` for tests: a real gRPC server whose targets the test sets.
