@@ -31,7 +31,8 @@ const shared = {
   maxWorkers: Math.max(2, availableParallelism() - 1),
   // A worker keeps its modules from one test file to the next instead of a fresh process per file: importing each
   // file's graph (the gateway, kysely, nats, grpc...) cost the suite 297 s of its 2 x 1,707 s and the forks most of the
-  // rest of its idle time (2026-12-02, one `npm test` on a slow host; a subset of 103 integration files: 387 -> 259 s).
+  // rest of its idle time (2026-12-02, one `npm test` on a slow host: vitest 1,707 -> 1,462 s, the Node 24 unit run
+  // 97 -> 43 s; a subset of 103 integration files: 387 -> 259 s).
   // A file therefore gives back what it registers process-wide: Tracing.shutdown releases the OpenTelemetry globals,
   // and a file that mocks a module loads what imports it afresh (vi.resetModules, openapi-document.test.ts).
   isolate: false,
