@@ -33,9 +33,11 @@ export function registerBodyDeadlines(app: FastifyInstance, deadlines: BodyDeadl
     const timer = setTimeout(() => {
       if (raw.complete || raw.destroyed) return;
       logger.info({ requestId: request.id, method: request.method, path: request.routeOptions.url, ms }, "request body not received by its deadline; connection closed");
-      if (tus || reply.sent) return void raw.socket.destroy();
+      // raw.destroy(), not raw.socket.destroy(): an unfinished request destroys its socket (Node's IncomingMessage),
+      // and a request injected by light-my-request (tests, a shared worker's later files) has a socket without one.
+      if (tus || reply.sent) return void raw.destroy();
       // The answer first, then the connection: the client reads why before its socket closes.
-      reply.raw.once("finish", () => raw.socket.destroy());
+      reply.raw.once("finish", () => raw.destroy());
       sendError(bodyTimeout(ms), request, reply, logger);
     }, ms);
     timer.unref();
