@@ -93,6 +93,8 @@ export interface DispatcherTables extends EventStoreTables {
     /** Without signature headers; null for attempts recorded before they were kept. */
     request_headers: Record<string, string> | null;
     response_headers: Record<string, string> | null;
+    /** A rate-limited endpoint's start slot (PostgreSQL's clock) the attempt waited for; null without a limit. */
+    slot_at: number | null;
   };
   batches: {
     batch_id: string;

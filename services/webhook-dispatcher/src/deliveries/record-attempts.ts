@@ -74,17 +74,18 @@ export async function recordAttempts(db: DispatcherDb, attempts: AttemptToRecord
         ${column((a) => a.attempt.latencyMs)}::int[],
         ${column((a) => a.attempt.responseExcerpt)}::text[],
         ${column((a) => (a.attempt.requestHeaders ? JSON.stringify(a.attempt.requestHeaders) : null))}::text[],
-        ${column((a) => (a.attempt.responseHeaders ? JSON.stringify(a.attempt.responseHeaders) : null))}::text[]
+        ${column((a) => (a.attempt.responseHeaders ? JSON.stringify(a.attempt.responseHeaders) : null))}::text[],
+        ${column((a) => a.attempt.slotAt ?? null)}::bigint[]
       ) with ordinality as v(id, claimed_lease_token, ${sql.join(columns.map((name) => sql.ref(name)))},
-             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, n)
+             attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, slot_at, n)
     ), updated as (
       update deliveries d set ${sql.join(columns.map((name) => sql`${sql.ref(name)} = v.${sql.ref(name)}`))}
       from v
       where d.id = v.id and d.lease_token = v.claimed_lease_token
       returning d.id
     ), recorded as (
-      insert into delivery_attempts (delivery_id, attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers)
-      select v.id, v.attempt, v.started_at, v.response_status, v.error, v.latency_ms, v.response_excerpt, v.request_headers::jsonb, v.response_headers::jsonb
+      insert into delivery_attempts (delivery_id, attempt, started_at, response_status, error, latency_ms, response_excerpt, request_headers, response_headers, slot_at)
+      select v.id, v.attempt, v.started_at, v.response_status, v.error, v.latency_ms, v.response_excerpt, v.request_headers::jsonb, v.response_headers::jsonb, v.slot_at
       from v join updated on updated.id = v.id
       on conflict (delivery_id, attempt) do nothing
     ), announced as (

@@ -5,6 +5,8 @@ import type { DeliveryRow } from "../deliveries/delivery.js";
 export interface RecordedAttempt {
   attempt: number;
   startedAt: number;
+  /** A rate-limited endpoint's start slot: the attempt started at it or later, never before. */
+  slotAt?: number;
   responseStatus: number | null;
   error: string | null;
   latencyMs: number;

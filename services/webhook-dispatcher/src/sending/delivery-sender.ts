@@ -208,7 +208,8 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
         ? []
         : (retryScheduleMs ?? (endpoint?.retrySchedule === "extended" ? (options.extendedRetryScheduleMs ?? options.retryScheduleMs) : options.retryScheduleMs));
     const [secret, ...previousSecrets] = endpoint?.secrets ?? [];
-    if (notBefore !== undefined && notBefore > Date.now()) {
+    // A loop: a timer can fire a millisecond before Date.now() reaches its time, and no attempt starts before its slot.
+    while (notBefore !== undefined && notBefore > Date.now()) {
       await waitUnlessStopped(notBefore - Date.now(), stopController.signal);
       if (stopController.signal.aborted) {
         await releaseLease(db, row.id, leaseToken).catch(() => undefined);
@@ -239,6 +240,7 @@ export async function startDeliverySender(options: DeliverySenderOptions): Promi
       attempt: {
         attempt: attemptNumber,
         startedAt: result.startedAt,
+        slotAt: notBefore,
         responseStatus: result.responseStatus,
         error: result.error,
         latencyMs: result.latencyMs,
