@@ -14,9 +14,10 @@ import type { DeliveryRow, DispatcherDb } from "./delivery.js";
  *   of its deliveries is leased; a failed attempt leaves the head pending (due at its retry), so it holds the queue
  *   until it succeeds or fails for good;
  * - rate limit: each claimed delivery gets a start slot, `1000 / rateLimitPerSecond` ms after the previous one on
- *   PostgreSQL's clock (`endpoint_queues.next_slot_at`), so no window of one second holds more attempt starts than the
- *   limit; slots are given out at most RATE_SLOT_HORIZON_MS ahead and the sender waits for its slot. The backlog
- *   stays pending (due) until slots are free: nothing is dropped.
+ *   PostgreSQL's clock (`endpoint_queues.next_slot_at`), so no window of one second holds more slots than the limit;
+ *   slots are given out at most RATE_SLOT_HORIZON_MS ahead and the sender starts no attempt before its slot (a replica
+ *   short of CPU starts late; the attempt records its slot). The backlog stays pending (due) until slots are free:
+ *   nothing is dropped.
  */
 
 /** How far ahead of PostgreSQL's clock a claim gives out rate-limit slots (the sender waits for them). */
