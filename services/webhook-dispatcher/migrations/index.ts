@@ -241,9 +241,10 @@ export const migrations: Migrations = {
   },
   "2026-12-02-004-attempt-slot": {
     async up(db: Kysely<any>) {
-      // A rate-limited endpoint's attempt keeps the start slot PostgreSQL gave it (src/deliveries/endpoint-flow.ts):
-      // the limit holds on the slots exactly, and how late a replica short of CPU started after its slot is this
-      // column against started_at. Null for endpoints without a limit and for attempts recorded before it.
+      // A rate-limited endpoint's attempt keeps the start slot PostgreSQL gave it (src/deliveries/endpoint-flow.ts; on
+      // a replica whose clock is over a second off PostgreSQL's, the same wait on its own clock: slotStart): the limit
+      // holds on the slots exactly, and how late a replica short of CPU started after its slot is this column against
+      // started_at. Null for endpoints without a limit and for attempts recorded before it.
       await sql`alter table delivery_attempts add column slot_at bigint`.execute(db);
     },
   },

@@ -93,7 +93,7 @@ export interface DispatcherTables extends EventStoreTables {
     /** Without signature headers; null for attempts recorded before they were kept. */
     request_headers: Record<string, string> | null;
     response_headers: Record<string, string> | null;
-    /** A rate-limited endpoint's start slot (PostgreSQL's clock) the attempt waited for; null without a limit. */
+    /** A rate-limited endpoint's start slot the attempt waited for (as slotStart gave it); null without a limit. */
     slot_at: number | null;
   };
   batches: {
