@@ -4,7 +4,7 @@
 // folder outside the checkout (RENDERBUS_NODE24_DIR, else ~/.cache/renderbus/node24), so no download step other than
 // npm's own and nothing added to the repository's dependencies. Used by `npm run test:unit:node24` and `npm run bench`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -29,6 +29,9 @@ export function ensureNode24(say, fail) {
   if (!version?.startsWith(`v${NODE24_MAJOR}.`)) {
     say(`installing node@${NODE24_MAJOR} from the npm registry into ${cacheDir}`);
     mkdirSync(cacheDir, { recursive: true });
+    // The package's preinstall picks the binary for this platform. npm 11.16+ warns about install scripts that no
+    // package.json allows, and npm 12 skips them (no binary): the cache folder's own manifest allows this one.
+    writeFileSync(path.join(cacheDir, 'package.json'), `${JSON.stringify({ private: true, allowScripts: { node: true } }, null, 2)}\n`);
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
     const install = spawnSync(npm, ['install', '--prefix', cacheDir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', `node@${NODE24_MAJOR}`], {
       cwd: cacheDir,

@@ -34,4 +34,30 @@ describe("node scripts/node24.mjs", () => {
     const expected = process.versions.node.startsWith("24.") ? process.execPath : join(cache, "node_modules", "node", "bin", "node");
     expect(stdout).toBe(`${expected}\n`);
   });
+
+  it.skipIf(process.versions.node.startsWith("24."))("allows the package's preinstall in the cache folder's manifest (npm 12 skips scripts no allowScripts covers)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "rb-node24-"));
+    dirs.push(dir);
+    // A stand-in for npm 12: without `allowScripts: {node: true}` in the prefix's package.json the preinstall that
+    // places the binary does not run, so no node is installed.
+    const bin = join(dir, "bin");
+    mkdirSync(bin);
+    const cache = join(dir, "cache");
+    writeFileSync(
+      join(bin, "npm"),
+      `#!/bin/sh
+node -e 'const m = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.exit(m.allowScripts?.node === true ? 0 : 1)' "${cache}/package.json" || exit 0
+mkdir -p "${cache}/node_modules/node/bin"
+printf '#!/bin/sh\\necho v24.99.0\\n' > "${cache}/node_modules/node/bin/node"
+chmod +x "${cache}/node_modules/node/bin/node"
+`,
+    );
+    chmodSync(join(bin, "npm"), 0o755);
+    const stdout = execFileSync(process.execPath, [script], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH}`, RENDERBUS_NODE24_DIR: cache },
+    });
+    expect(stdout).toBe(`${join(cache, "node_modules", "node", "bin", "node")}\n`);
+  });
 });
