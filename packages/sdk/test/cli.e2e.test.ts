@@ -2,16 +2,19 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { createOrg, repoRoot, startReceiver, waitFor } from "../../../e2e/helpers.js";
 import { RenderbusClient, verifyWebhook } from "../src/index.js";
+import { packSdk, type PackedSdk } from "./packed-sdk.js";
 
-const bin = resolve(import.meta.dirname, "../bin/renderbus.js");
+/** The package as published: its bin runs the built dist/, with the dependencies the manifest declares. */
+let packed: PackedSdk;
 
-/** The CLI as a user runs it: a child process with its own config file and no inherited Renderbus settings. */
+/** The CLI as a user runs it: the published package's bin, a child process with its own config file and no inherited Renderbus settings. */
 function cli(configPath: string) {
+  const bin = packed.bin;
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("RENDERBUS_")));
   const start = (args: string[]) => spawn(process.execPath, [bin, ...args], { env: { ...env, RENDERBUS_CONFIG: configPath }, stdio: ["ignore", "pipe", "pipe"] });
   const run = (...args: string[]) =>
@@ -58,6 +61,7 @@ describe("renderbus CLI against the running system", () => {
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
+    packed = packSdk();
     const infra = testInfra();
     system = await startSystem({
       repoRoot,
@@ -72,6 +76,15 @@ describe("renderbus CLI against the running system", () => {
   afterAll(async () => {
     for (const child of children) child.kill("SIGKILL");
     await system?.stop();
+    packed?.remove();
+  });
+
+  it("is the package npm publishes: built JavaScript, its types, the bin and the README, no sources or tests", () => {
+    expect(packed.files).toContain("bin/renderbus.js");
+    expect(packed.files).toContain("dist/cli/main.js");
+    expect(packed.files).toContain("dist/index.d.ts");
+    expect(packed.files).toContain("README.md");
+    expect(packed.files.filter((file) => !/^(dist\/.+\.(js|d\.ts)|bin\/renderbus\.js|README\.md|package\.json)$/.test(file))).toEqual([]);
   });
 
   it("logs in, runs `jobs submit --wait` to completion, and exits 3 for a job that fails", async () => {
