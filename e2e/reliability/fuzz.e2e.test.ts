@@ -4,26 +4,10 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ERROR_CODES, isErrorCode } from "@renderbus/errors";
 import { createTestDatabase, startSystem, testInfra, testNamespace, type RunningSystem } from "@renderbus/testing";
 import { api, createOrg, makeTestVideo, repoRoot, waitFor } from "../helpers.js";
 import { operationsOf, requestsFor, type FuzzRequest } from "./openapi-fuzz.js";
-
-/** Every error code and its HTTP status (docs/concepts.md, "Errors"). */
-const DOCUMENTED_ERRORS: Record<string, number> = {
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  PLAN_LIMIT: 403,
-  VALIDATION_ERROR: 400,
-  INVALID_JOB_TYPE: 400,
-  INSUFFICIENT_CREDITS: 402,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  IDEMPOTENCY_KEY_REUSED: 422,
-  RATE_LIMITED: 429,
-  PAYLOAD_TOO_LARGE: 413,
-  INTERNAL_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
-};
 
 /** Generated requests per run; CI runs the default, a longer local run sets FUZZ_REQUESTS. */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
@@ -239,9 +223,9 @@ function judge(request: FuzzRequest, status: number, text: string): string | und
     return "4xx body is not JSON";
   }
   const code = body?.error?.code;
-  if (typeof code !== "string" || !(code in DOCUMENTED_ERRORS)) return `error code ${String(code)} is not a documented code`;
+  if (typeof code !== "string" || !isErrorCode(code)) return `error code ${String(code)} is not a documented code`;
   // Another protocol's status (tus' 412) is right only where the document lists it for the operation with this code.
-  if (DOCUMENTED_ERRORS[code] !== status && !request.errorCodes[String(status)]?.includes(code)) return `${code} came with ${status}, docs/concepts.md says ${DOCUMENTED_ERRORS[code]}`;
+  if (ERROR_CODES[code] !== status && !request.errorCodes[String(status)]?.includes(code)) return `${code} came with ${status}, docs/concepts.md says ${ERROR_CODES[code]}`;
   if (typeof body.error!.message !== "string" || body.error!.message.length === 0) return "error without a message";
   if (/node_modules|\bat .+:\d+:\d+|select .+ from /i.test(text)) return "error leaks internals";
   if (request.expectStatus !== undefined && status !== request.expectStatus) return `expected ${request.expectStatus}`;

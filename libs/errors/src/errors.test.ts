@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   AppError,
@@ -18,21 +20,12 @@ import {
 
 describe("error codes", () => {
   it("maps every error code to its documented HTTP status (docs/concepts.md#errors)", () => {
-    expect(ERROR_CODES).toEqual({
-      UNAUTHORIZED: 401,
-      FORBIDDEN: 403,
-      PLAN_LIMIT: 403,
-      VALIDATION_ERROR: 400,
-      INVALID_JOB_TYPE: 400,
-      INSUFFICIENT_CREDITS: 402,
-      NOT_FOUND: 404,
-      CONFLICT: 409,
-      IDEMPOTENCY_KEY_REUSED: 422,
-      RATE_LIMITED: 429,
-      PAYLOAD_TOO_LARGE: 413,
-      INTERNAL_ERROR: 500,
-      SERVICE_UNAVAILABLE: 503,
-    });
+    // The table as the docs state it: each `CODE` followed by its status, in the "Errors" section.
+    const concepts = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "concepts.md"), "utf8");
+    const section = concepts.slice(concepts.indexOf("\n## Errors\n"), concepts.indexOf("\n## ", concepts.indexOf("\n## Errors\n") + 1));
+    const documented = Object.fromEntries([...section.matchAll(/`([A-Z_]+)` (\d{3})/g)].map(([, code, status]) => [code, Number(status)]));
+    expect(Object.keys(documented)).toHaveLength(13);
+    expect(ERROR_CODES).toEqual(documented);
     expect(httpStatusOf("RATE_LIMITED")).toBe(429);
   });
 
