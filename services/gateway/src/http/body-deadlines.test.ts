@@ -1,3 +1,4 @@
+import { PassThrough } from "node:stream";
 import Fastify from "fastify";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "@renderbus/telemetry";
@@ -32,12 +33,26 @@ describe("a request answered before its body arrived", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     let request: { destroyed: boolean } | undefined;
     const app = await appAnsweringBeforeTheBody((raw) => (request = raw));
-    const response = await app.inject({ method: "POST", url: "/jobs", headers: { "content-type": "application/json" }, payload: '{"a":1}' });
+    // A body that never ends: its first bytes, then nothing.
+    const body = new PassThrough();
+    body.write('{"a":');
+    const response = await app.inject({ method: "POST", url: "/jobs", headers: { "content-type": "application/json", "content-length": "7" }, payload: body });
     expect(response.statusCode).toBe(401);
     expect(request?.destroyed).toBe(false);
 
     expect(() => vi.advanceTimersByTime(1_000)).not.toThrow();
     expect(request?.destroyed).toBe(true);
+    await app.close();
+  });
+
+  it("leaves no deadline armed once the rest of its body has been read and dropped", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let request: { destroyed: boolean; readableEnded: boolean } | undefined;
+    const app = await appAnsweringBeforeTheBody((raw) => (request = raw as typeof request));
+    const response = await app.inject({ method: "POST", url: "/jobs", headers: { "content-type": "application/json" }, payload: '{"a":1}' });
+    expect(response.statusCode).toBe(401);
+    await vi.waitFor(() => expect(request?.readableEnded).toBe(true));
+    expect(vi.getTimerCount()).toBe(0);
     await app.close();
   });
 });

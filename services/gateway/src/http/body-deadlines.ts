@@ -44,6 +44,13 @@ export function registerBodyDeadlines(app: FastifyInstance, deadlines: BodyDeadl
     const clear = () => clearTimeout(timer);
     raw.once("end", clear);
     raw.once("close", clear);
+    // Answered before its body was read (a 401 from authentication, a 413): the rest is read and dropped, as Node's
+    // server does for a connection it keeps, and its end clears the deadline; a body that stops arriving still meets
+    // it. Said here too for the requests light-my-request injects, which nothing else reads: their deadlines stayed
+    // armed for a minute after the answer (and after their app closed).
+    reply.raw.once("finish", () => {
+      if (!raw.complete && !raw.destroyed) raw.resume();
+    });
     done();
   });
 }
