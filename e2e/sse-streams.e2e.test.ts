@@ -95,7 +95,14 @@ async function waitForFirstEvent(client: SseClient): Promise<SseEvent> {
 }
 
 /** Whichever comes first: the stream's end (its time) or `ms` passing (undefined). */
-const endedWithin = (client: SseClient, ms: number) => Promise.race([client.ended, sleep(ms).then(() => undefined)]);
+async function endedWithin(client: SseClient, ms: number) {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([client.ended, new Promise<undefined>((done) => (timer = setTimeout(() => done(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** The gateway's `/metrics` values this file watches (what open streams hold, and the process's live timers). */
 async function streamGauges(metricsPort: number) {

@@ -100,6 +100,8 @@ export async function gatewayWithFakes(services: FakeServices = {}, env: Record<
     otherReplica: replicaCredentials,
     close: async () => {
       await app.close();
+      // What the service's shutdown does after the app (service.ts): the hub's linger timer goes with it.
+      deps.jobEvents.close();
       redis.disconnect();
     },
   };
