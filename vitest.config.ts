@@ -34,8 +34,10 @@ const shared = {
   // rest of its idle time (2026-12-02, one `npm test` on a slow host: vitest 1,707 -> 1,462 s, the Node 24 unit run
   // 97 -> 43 s; a subset of 103 integration files: 387 -> 259 s).
   // A file therefore gives back what it registers process-wide: Tracing.shutdown releases the OpenTelemetry globals,
-  // and a file that mocks a module loads what imports it afresh (vi.resetModules, openapi-document.test.ts).
+  // and a file that mocks a module loads what imports it afresh (vi.resetModules, openapi-document.test.ts), and
+  // leaves no long timer of ours armed: the setup below fails a file that does (armed-timers.ts).
   isolate: false,
+  setupFiles: 'libs/testing/src/armed-timers.setup.ts',
 } as const;
 
 export default defineConfig({
