@@ -35,7 +35,7 @@ const shared = {
   // 97 -> 43 s; a subset of 103 integration files: 387 -> 259 s).
   // A file therefore gives back what it registers process-wide: Tracing.shutdown releases the OpenTelemetry globals,
   // and a file that mocks a module loads what imports it afresh (vi.resetModules, openapi-document.test.ts), and
-  // leaves no long timer of ours armed: the setup below fails a file that does (armed-timers.ts).
+  // leaves no long timer of ours armed: the setup below clears what a file leaves and warns (armed-timers.ts).
   isolate: false,
   setupFiles: 'libs/testing/src/armed-timers.setup.ts',
 } as const;

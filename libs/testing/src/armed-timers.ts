@@ -8,7 +8,7 @@ const thisFile = `${fileURLToPath(import.meta.url)}:`;
  * Test files share their worker's process (vitest.config.ts: `isolate: false`), so a timer one file leaves armed
  * fires while a later file runs: a 60 s body deadline left by a gateway test once threw there and failed CI with
  * every test green. This tracks the long timers our own code arms, so that the setup file
- * (armed-timers.setup.ts) can fail the file that leaves one and clear it before the next file runs.
+ * (armed-timers.setup.ts) can clear what a file leaves, and say so, before the next file runs.
  *
  * Only timers of at least `minDelayMs` created with one of `roots` on the stack (this repository's code, not an npm
  * package's) are tracked: a package's own timers are its to keep (undici's clock, a pool's idle timer), and short
@@ -91,8 +91,8 @@ export function trackArmedTimers({ roots, minDelayMs }: { roots: string[]; minDe
   };
 }
 
-/** The message a file that left timers armed fails with. */
+/** The warning for a file that left timers armed. */
 export function describeLeftovers(file: string, leftovers: LeftoverTimer[]): string {
   const lines = leftovers.map((timer) => `  ${timer.kind}(..., ${timer.delayMs}) armed at\n${timer.armedAt.slice(0, 4).map((frame) => `      ${frame}`).join("\n")}`);
-  return `${file} left ${leftovers.length} timer(s) armed after its last hook; in a shared test worker they would fire during a later file (close what armed them, or clear them):\n${lines.join("\n")}`;
+  return `${file} left ${leftovers.length} timer(s) armed after its last hook; in a shared test worker they would have fired during a later file and are cleared (close what armed them, or clear them):\n${lines.join("\n")}`;
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Bus } from "@renderbus/bus";
 import type { jobs } from "@renderbus/contracts";
 import type { AuthContext } from "@renderbus/rpc";
@@ -48,9 +48,16 @@ function fakeJobs() {
   };
 }
 
+/** Hubs made by setUp, closed after each test (a hub lingers 30 s on its subscription after its last watcher). */
+const hubs: JobEventHub[] = [];
+afterEach(() => {
+  for (const hub of hubs.splice(0)) hub.close();
+});
+
 function setUp() {
   const { bus, publish } = fakeBus();
   const jobEvents = new JobEventHub(bus);
+  hubs.push(jobEvents);
   const fake = fakeJobs();
   // Re-reads only on events: a wait that finishes proves it was woken by one (the test's own timeout is the guard).
   const waits = new JobWaits({ jobs: fake.client as never, jobEvents, finishedJobs: new TerminalJobCache({ ttlMs: 0 }) }, { resyncMs: HOUR });
