@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { JobTypeName } from "@renderbus/job-types";
 import { createInputAgent } from "../fetch-input/guarded-agent.js";
 import { JobFailure } from "../job-failure.js";
+import { inputProbeFor } from "../providers/index.js";
 import { runFfmpeg } from "../providers/run-ffmpeg.js";
 import { downloadInputs } from "../run-job/download-inputs.js";
 import { runProvider } from "../run-job/run-provider.js";
@@ -96,7 +97,7 @@ async function run(type: JobTypeName, params: Record<string, unknown>, files: Re
   const workDir = await newWorkDir();
   const urls = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, `${server.url}/files/${file}`]));
   const signal = new AbortController().signal;
-  const { inputs, probes } = await downloadInputs({ urls, workDir, maxBytes: 50 * 1024 * 1024, timeoutMs: 10_000, agent, signal });
+  const { inputs, probes } = await downloadInputs({ urls, workDir, maxBytes: 50 * 1024 * 1024, timeoutMs: 10_000, agent, signal, probe: inputProbeFor(type) });
   return runProvider(type, { params, inputs, probes, workDir, timeoutMs: 60_000, signal });
 }
 

@@ -9,6 +9,28 @@ export interface Mp4Summary {
   height: number | null;
 }
 
+/** One track of a movie box, as far as it is read here. */
+export interface Mp4Track {
+  /** The handler type (`hdlr`): `vide`, `soun`, `text`, `tmcd`, ... */
+  handler: string;
+  /** The first sample entry's code (`avc1`, `mp4a`, ...), or null without one. */
+  code: string | null;
+  /** Video tracks with a known visual sample entry: its coded size; otherwise null. */
+  width: number | null;
+  height: number | null;
+  /**
+   * Video tracks: samples x timescale / the summed sample durations (`stts`), which is how libavformat's mov demuxer
+   * sets the average frame rate ffprobe prints; null without samples.
+   */
+  fps: number | null;
+}
+
+/** The movie box as read here: the container's duration and its tracks in file order. */
+export interface MoovFacts {
+  durationMs: number;
+  tracks: Mp4Track[];
+}
+
 // The movie box of one of our outputs is a few KB to a few MB (sample tables of a long video); anything larger is not
 // read here (the caller falls back to ffprobe).
 const MAX_MOOV_BYTES = 64 * 1024 * 1024;
@@ -47,14 +69,59 @@ function childBoxes(buffer: Buffer, start: number, end: number): Box[] | null {
 const child = (buffer: Buffer, parent: Box, type: string): Box | undefined => childBoxes(buffer, parent.start, parent.end)?.find((box) => box.type === type);
 
 /**
- * Reads the movie box (`moov`) of a parsed MP4 file (pure): the duration as libavformat's mov demuxer sets the
- * container duration (mvhd duration rescaled to microseconds, rounded to nearest), which is what ffprobe prints,
- * and the coded size of the first video track. Null for anything this does not read the same way ffprobe does
- * (fragmented files, whose duration comes from the fragments; no movie header; an unknown video sample entry).
+ * libavformat's average frame rate of a mov track: every `stts` entry's count and delta summed, then
+ * count x timescale / duration (mov_read_stts, then av_reduce in mov_read_header). Null when it would set none.
  */
-export function summarizeMoov(moov: Buffer): Mp4Summary | null {
-  const whole: Box = { type: "moov", start: 0, end: moov.length };
-  const children = childBoxes(moov, whole.start, whole.end);
+function trackFps(moov: Buffer, stbl: Box, timescale: number): number | null {
+  const stts = child(moov, stbl, "stts");
+  if (!stts || stts.end - stts.start < 8 || timescale === 0) return null;
+  const entries = moov.readUInt32BE(stts.start + 4);
+  if (entries > (stts.end - stts.start - 8) / 8) return null;
+  let samples = 0;
+  let duration = 0;
+  for (let i = 0; i < entries; i += 1) {
+    const count = moov.readUInt32BE(stts.start + 8 + i * 8);
+    let delta = moov.readUInt32BE(stts.start + 12 + i * 8);
+    // As the demuxer does: a last lone sample ten times longer than the average so far counts as an average one.
+    if (i + 1 === entries && i > 0 && count === 1 && samples > 100 && Math.floor(delta / 10) > Math.floor(duration / samples)) delta = Math.floor(duration / samples);
+    samples += count;
+    duration += count * delta;
+  }
+  // Sums of at most 2^32 entries of 2^32 stay exact in a double up to 2^53: a movie box this large is not read.
+  return samples > 0 && duration > 0 ? (samples * timescale) / duration : null;
+}
+
+/** One `trak` (pure); null when its media box is not there to say what it is. */
+function readTrack(moov: Buffer, trak: Box): Mp4Track | null {
+  const mdia = child(moov, trak, "mdia");
+  const hdlr = mdia && child(moov, mdia, "hdlr");
+  const mdhd = mdia && child(moov, mdia, "mdhd");
+  if (!mdia || !hdlr || hdlr.end - hdlr.start < 12 || !mdhd || mdhd.end - mdhd.start < 24) return null;
+  const handler = moov.toString("latin1", hdlr.start + 8, hdlr.start + 12);
+  // mdhd: version/flags (4), then creation and modification times (4 or 8 each), then the timescale.
+  const timescale = moov.readUInt32BE(mdhd.start + (moov.readUInt8(mdhd.start) === 1 ? 20 : 12));
+  const minf = child(moov, mdia, "minf");
+  const stbl = minf && child(moov, minf, "stbl");
+  const stsd = stbl && child(moov, stbl, "stsd");
+  // stsd: version/flags (4), entry count (4), then the first entry: size (4), code (4), 6 reserved + data reference
+  // index (8), 16 bytes of pre-defined/reserved, width (2), height (2).
+  const code = stsd && stsd.end - stsd.start >= 16 ? moov.toString("latin1", stsd.start + 12, stsd.start + 16) : null;
+  const track: Mp4Track = { handler, code, width: null, height: null, fps: null };
+  if (handler !== "vide" || !stbl || !stsd || code === null || !VISUAL_ENTRY.test(code) || stsd.end - stsd.start < 8 + 36) return track;
+  const width = moov.readUInt16BE(stsd.start + 8 + 32);
+  const height = moov.readUInt16BE(stsd.start + 8 + 34);
+  if (width === 0 || height === 0) return track;
+  return { ...track, width, height, fps: trackFps(moov, stbl, timescale) };
+}
+
+/**
+ * Reads the movie box (`moov`) of an MP4/MOV file (pure): the duration as libavformat's mov demuxer sets the
+ * container duration (mvhd duration rescaled to microseconds, rounded to nearest), which is what ffprobe prints,
+ * and every track's kind, first sample entry, coded size and frame rate. Null for anything this does not read the
+ * same way ffprobe does (fragmented files, whose duration comes from the fragments; no movie header; a malformed box).
+ */
+export function readMoov(moov: Buffer): MoovFacts | null {
+  const children = childBoxes(moov, 0, moov.length);
   if (!children) return null;
   if (children.some((box) => box.type === "mvex")) return null;
   const mvhd = children.find((box) => box.type === "mvhd");
@@ -75,26 +142,26 @@ export function summarizeMoov(moov: Buffer): Mp4Summary | null {
   // with six decimals and the probe rounds that to milliseconds.
   const microseconds = Number((duration * 1_000_000n + timescale / 2n) / timescale);
   const durationMs = Math.round((microseconds / 1_000_000) * 1000);
-
+  const tracks: Mp4Track[] = [];
   for (const trak of children.filter((box) => box.type === "trak")) {
-    const mdia = child(moov, trak, "mdia");
-    const hdlr = mdia && child(moov, mdia, "hdlr");
-    if (!mdia || !hdlr || hdlr.end - hdlr.start < 12) continue;
-    if (moov.toString("latin1", hdlr.start + 8, hdlr.start + 12) !== "vide") continue;
-    const minf = child(moov, mdia, "minf");
-    const stbl = minf && child(moov, minf, "stbl");
-    const stsd = stbl && child(moov, stbl, "stsd");
-    // stsd: version/flags (4), entry count (4), then the first entry: size (4), code (4), 6 reserved + data reference
-    // index (8), 16 bytes of pre-defined/reserved, width (2), height (2).
-    if (!stsd || stsd.end - stsd.start < 8 + 36) return null;
-    const code = moov.toString("latin1", stsd.start + 12, stsd.start + 16);
-    if (!VISUAL_ENTRY.test(code)) return null;
-    const width = moov.readUInt16BE(stsd.start + 8 + 32);
-    const height = moov.readUInt16BE(stsd.start + 8 + 34);
-    if (width === 0 || height === 0) return null;
-    return { durationMs, width, height };
+    const track = readTrack(moov, trak);
+    if (!track) return null;
+    tracks.push(track);
   }
-  return { durationMs, width: null, height: null };
+  return { durationMs, tracks };
+}
+
+/**
+ * The container's duration and the first video track's coded size (pure); null for what {@link readMoov} does not
+ * read, or a first video track whose sample entry is not a known visual one.
+ */
+export function summarizeMoov(moov: Buffer): Mp4Summary | null {
+  const facts = readMoov(moov);
+  if (!facts) return null;
+  const video = facts.tracks.find((track) => track.handler === "vide");
+  if (!video) return { durationMs: facts.durationMs, width: null, height: null };
+  if (video.width === null || video.height === null) return null;
+  return { durationMs: facts.durationMs, width: video.width, height: video.height };
 }
 
 async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
@@ -103,21 +170,33 @@ async function readAt(file: FileHandle, position: number, length: number): Promi
   return buffer.subarray(0, bytesRead);
 }
 
+/** How {@link readMoovBox} walks a file. */
+interface WalkOptions {
+  /** A movie box larger than this is not read (null). */
+  maxMoovBytes: number;
+  /**
+   * Only a file whose first box is `ftyp` and whose top-level boxes tile it to the last byte: a file that anything
+   * but libavformat's mov demuxer could claim, or that was cut short, is left to ffprobe.
+   */
+  strict: boolean;
+}
+
 /**
- * Reads the summary of an MP4/MOV file the worker's ffmpeg wrote, without starting ffprobe: walks the top-level box
- * headers to the movie box (first with `+faststart`, last otherwise) and reads only that.
- * @returns null when the file is not one this reads the same way ffprobe does; the caller then probes it.
+ * Walks the top-level box headers of a file to the movie box (first with `+faststart`, last otherwise) and reads
+ * only that; null when the walk meets a malformed size or no movie box.
  */
-export async function readMp4Summary(filePath: string): Promise<Mp4Summary | null> {
+async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptions): Promise<Buffer | null> {
   const file = await open(filePath, "r");
   try {
     const { size: fileSize } = await file.stat();
     let offset = 0;
+    let moov: Buffer | null = null;
     while (offset + 8 <= fileSize) {
       const header = await readAt(file, offset, 16);
       if (header.length < 8) return null;
       let size = header.readUInt32BE(0);
       const type = header.toString("latin1", 4, 8);
+      if (strict && offset === 0 && type !== "ftyp") return null;
       let headerSize = 8;
       if (size === 1) {
         if (header.length < 16) return null;
@@ -128,14 +207,34 @@ export async function readMp4Summary(filePath: string): Promise<Mp4Summary | nul
       }
       if (size < headerSize || offset + size > fileSize) return null;
       if (type === "moov") {
-        if (size - headerSize > MAX_MOOV_BYTES) return null;
-        const moov = await readAt(file, offset + headerSize, size - headerSize);
-        return moov.length === size - headerSize ? summarizeMoov(moov) : null;
+        if (moov || size - headerSize > maxMoovBytes) return null;
+        moov = await readAt(file, offset + headerSize, size - headerSize);
+        if (moov.length !== size - headerSize) return null;
+        if (!strict) return moov;
       }
       offset += size;
     }
-    return null;
+    return strict && offset !== fileSize ? null : moov;
   } finally {
     await file.close();
   }
+}
+
+/**
+ * Reads the summary of an MP4/MOV file the worker's ffmpeg wrote, without starting ffprobe.
+ * @returns null when the file is not one this reads the same way ffprobe does; the caller then probes it.
+ */
+export async function readMp4Summary(filePath: string): Promise<Mp4Summary | null> {
+  const moov = await readMoovBox(filePath, { maxMoovBytes: MAX_MOOV_BYTES, strict: false });
+  return moov && summarizeMoov(moov);
+}
+
+/**
+ * Reads the movie box of a job's input (anyone's file), without starting ffprobe: only a file that starts with
+ * `ftyp`, whose top-level boxes tile it exactly, with a movie box of at most `maxMoovBytes`.
+ * @returns null for anything else; the caller then probes it with ffprobe.
+ */
+export async function readInputMoov(filePath: string, maxMoovBytes: number): Promise<MoovFacts | null> {
+  const moov = await readMoovBox(filePath, { maxMoovBytes, strict: true });
+  return moov && readMoov(moov);
 }

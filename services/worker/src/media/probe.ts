@@ -29,6 +29,13 @@ export interface MediaProbe {
   durationMs: number | null;
   hasVideo: boolean;
   hasAudio: boolean;
+  /**
+   * `ffprobe`: every field as ffprobe reports it. `header`: read from an MP4/MOV movie header in-process
+   * (media/header-probe.ts): the container's duration, the tracks' kinds, sizes and frame rates as ffprobe reports
+   * them; codecs, bit rates, sample rates, channels, stream durations, languages and tags are not read there (null
+   * or empty). Only job types that use no more than that get a header probe.
+   */
+  readBy: "ffprobe" | "header";
 }
 
 interface RawProbe {
@@ -87,6 +94,7 @@ export function summarizeProbe(raw: RawProbe): MediaProbe {
     durationMs,
     hasVideo: video !== undefined,
     hasAudio: streams.some((stream) => stream.type === "audio"),
+    readBy: "ffprobe",
   };
 }
 

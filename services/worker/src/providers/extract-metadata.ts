@@ -9,6 +9,7 @@ import type { Provider } from "./provider.js";
  */
 export const extractMetadataProvider: Provider<ExtractMetadataParams> = {
   type: "extract.metadata",
+  describesInputs: true,
   async run({ probes, workDir }) {
     const probe = probes.source!;
     const output = path.join(workDir, "output.json");

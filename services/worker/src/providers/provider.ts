@@ -7,7 +7,7 @@ export interface ProviderContext<Params> {
   params: Params;
   /** Local paths of the downloaded inputs, by input name. */
   inputs: Record<string, string>;
-  /** ffprobe summaries of the media inputs, by input name. */
+  /** Summaries of the media inputs, by input name (ffprobe's, or a movie header's: MediaProbe.readBy). */
   probes: Record<string, MediaProbe>;
   workDir: string;
   /** The plan's maximum run time. */
@@ -36,6 +36,11 @@ export interface ProviderOutput {
 /** One job type's implementation. */
 export interface Provider<Params = Record<string, unknown>> {
   type: JobTypeName;
+  /**
+   * The provider's output is ffprobe's description of its source (codecs, bit rates, tags): its inputs are always
+   * probed with ffprobe. Others get a probe read from an MP4/MOV header when one is read that way (media/header-probe.ts).
+   */
+  describesInputs?: true;
   run(context: ProviderContext<Params>): Promise<ProviderOutput>;
 }
 

@@ -8,6 +8,7 @@ import type { JobTypeName } from "@renderbus/job-types";
 import { createInputAgent } from "../fetch-input/guarded-agent.js";
 import { JobFailure } from "../job-failure.js";
 import { probeMedia } from "../media/probe.js";
+import { inputProbeFor } from "./index.js";
 import { downloadInputs } from "../run-job/download-inputs.js";
 import { runProvider } from "../run-job/run-provider.js";
 import { createTestMedia, serveFiles } from "../testing/test-media.js";
@@ -35,7 +36,7 @@ async function run(type: JobTypeName, params: Record<string, unknown>, files: Re
   workDirs.push(workDir);
   const urls = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, `${server.url}/files/${file}`]));
   const signal = new AbortController().signal;
-  const { inputs, probes } = await downloadInputs({ urls, workDir, maxBytes: 50 * 1024 * 1024, timeoutMs: 10_000, agent, signal });
+  const { inputs, probes } = await downloadInputs({ urls, workDir, maxBytes: 50 * 1024 * 1024, timeoutMs: 10_000, agent, signal, probe: inputProbeFor(type) });
   const output = await runProvider(type, { params, inputs, probes, workDir, timeoutMs: 60_000, signal });
   return output;
 }
@@ -150,9 +151,11 @@ describe("providers (real ffmpeg)", () => {
   it("extract.metadata returns the ffprobe summary as JSON", async () => {
     const output = await run("extract.metadata", {}, { source: "video.mp4" });
     expect(output.contentType).toBe("application/json");
-    const summary = JSON.parse(await readFile(output.path, "utf8")) as { width: number; height: number; durationMs: number; streams: { type: string }[] };
+    const summary = JSON.parse(await readFile(output.path, "utf8")) as { width: number; height: number; durationMs: number; streams: { type: string; codec: string | null }[] };
     expect(summary).toMatchObject({ width: 640, height: 360 });
     expect(summary.streams.map((stream) => stream.type).sort()).toEqual(["audio", "video"]);
+    // ffprobe's word, not a movie header's (which reads no codecs): this job type's output is the description.
+    expect(summary.streams.map((stream) => stream.codec).sort()).toEqual(["aac", "h264"]);
     expect(output.metadata).toMatchObject({ width: 640, height: 360 });
   });
 

@@ -4,8 +4,29 @@ import type { UploadStore } from "@renderbus/uploads";
 import { fetchInput } from "../fetch-input/fetch-input.js";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { inputError } from "../job-failure.js";
+import { probeMp4Header } from "../media/header-probe.js";
 import { MediaCapError } from "../media/media-caps.js";
 import { NotMediaError, probeMedia, type MediaProbe } from "../media/probe.js";
+
+/**
+ * `ffprobe`: every input is probed by ffprobe in the sandbox. `header-first`: an MP4/MOV input is read from its movie
+ * header in-process when that reads it as ffprobe would (media/header-probe.ts), anything else by ffprobe.
+ */
+export type InputProbe = "ffprobe" | "header-first";
+
+/** One input's probe, the way `how` says. */
+async function probeInput(file: string, how: InputProbe): Promise<MediaProbe> {
+  if (how === "header-first") {
+    try {
+      const header = await probeMp4Header(file);
+      if (header) return header;
+    } catch (error) {
+      if (error instanceof MediaCapError) throw error;
+      // A header this reader trips on is ffprobe's to judge.
+    }
+  }
+  return probeMedia(file);
+}
 
 function inputExtension(url: string): string {
   // ffmpeg picks demuxers partly by extension (subtitles especially), so keep a plain one when the URL has it.
@@ -46,7 +67,7 @@ async function readUpload(options: { name: string; id: string; orgId: string; up
 
 /**
  * Downloads every input of a job into `workDir` (URLs over the guarded agent, upload ids from the upload store) and
- * probes each with ffprobe.
+ * probes each (`probe`, default `header-first`).
  * @throws JobFailure INPUT_ERROR when an input cannot be fetched, is too large or is not media; JobCancelledError.
  */
 export async function downloadInputs(options: {
@@ -61,6 +82,8 @@ export async function downloadInputs(options: {
   minBytesPerSecond?: number;
   agent: InputAgent;
   signal: AbortSignal;
+  /** The job type's {@link InputProbe} (providers/index.ts `inputProbeFor`). */
+  probe?: InputProbe;
 }): Promise<{ inputs: Record<string, string>; probes: Record<string, MediaProbe> }> {
   const inputs: Record<string, string> = {};
   const probes: Record<string, MediaProbe> = {};
@@ -84,7 +107,7 @@ export async function downloadInputs(options: {
     }
     inputs[name] = destination;
     try {
-      probes[name] = await probeMedia(destination);
+      probes[name] = await probeInput(destination, options.probe ?? "header-first");
     } catch (error) {
       if (error instanceof NotMediaError) throw inputError(`inputs.${name}: is not a media file that can be read`);
       if (error instanceof MediaCapError) throw inputError(`inputs.${name}: ${error.message}`);

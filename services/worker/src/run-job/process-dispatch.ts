@@ -12,6 +12,7 @@ import type { UploadStore } from "@renderbus/uploads";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { JobCancelledError, JobFailure, inputError, providerError } from "../job-failure.js";
 import { countVideoDurationMs } from "../media/count-duration.js";
+import { inputProbeFor } from "../providers/index.js";
 import { checkOutputFile } from "./check-output-file.js";
 import { downloadInputs } from "./download-inputs.js";
 import { estimateOutput } from "./estimate-output.js";
@@ -105,6 +106,7 @@ export async function processDispatch(
       ...(deps.inputMinBytesPerSecond ? { minBytesPerSecond: deps.inputMinBytesPerSecond } : {}),
       agent: deps.inputAgent,
       signal,
+      probe: inputProbeFor(type),
     });
     if (signal.aborted) throw new JobCancelledError();
     phaseEnded("downloadAndProbe");

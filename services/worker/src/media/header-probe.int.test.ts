@@ -1,0 +1,131 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inputProbeFor } from "../providers/index.js";
+import { probeMp4Header } from "./header-probe.js";
+import { MediaCapError } from "./media-caps.js";
+import { readInputMoov } from "./mp4-header.js";
+import { probeMedia, type MediaProbe } from "./probe.js";
+
+const exec = promisify(execFile);
+let dir: string;
+const file = (name: string) => path.join(dir, name);
+const ffmpeg = (args: string[]) => exec("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", ...args]);
+const VIDEO = (seconds: number, size: string, rate: string) => ["-f", "lavfi", "-i", `testsrc=duration=${seconds}:size=${size}:rate=${rate}`];
+const TONE = (seconds: number) => ["-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`];
+
+/** Inputs as customers send them: the codecs and containers of the mov family, with and without faststart, odd rates and sizes. */
+const READ: Array<{ name: string; args: string[] }> = [
+  { name: "h264-aac.mp4", args: [...VIDEO(3.3, "642x362", "30"), ...TONE(3.3), "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-shortest"] },
+  { name: "h264-faststart-ntsc.mp4", args: [...VIDEO(2, "320x240", "24000/1001"), ...TONE(2), "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-shortest", "-movflags", "+faststart"] },
+  { name: "h265-aac.mov", args: [...VIDEO(1, "320x180", "25"), ...TONE(1), "-c:v", "libx265", "-preset", "ultrafast", "-tag:v", "hvc1", "-x265-params", "log-level=error", "-c:a", "aac", "-shortest"] },
+  { name: "mjpeg.mov", args: [...VIDEO(1, "160x120", "15"), "-c:v", "mjpeg", "-q:v", "5"] },
+  { name: "mpeg4-part2.mp4", args: [...VIDEO(1, "176x144", "12.5"), "-c:v", "mpeg4"] },
+  { name: "vp9.mp4", args: [...VIDEO(1, "160x90", "10"), "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8"] },
+  { name: "anamorphic.mp4", args: [...VIDEO(1, "352x288", "25"), "-vf", "setsar=16/11", "-c:v", "libx264", "-preset", "ultrafast"] },
+  { name: "capped.mp4", args: [...VIDEO(4, "128x72", "60"), ...TONE(4), "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-t", "2.345"] },
+  { name: "audio-only.m4a", args: [...TONE(2.5), "-c:a", "aac", "-b:a", "64k"] },
+  { name: "two-video-tracks.mp4", args: [...VIDEO(1, "160x90", "25"), ...VIDEO(1, "320x180", "50"), "-map", "0:v", "-map", "1:v", "-c:v", "libx264", "-preset", "ultrafast"] },
+];
+
+/** Files the header reader leaves to ffprobe. */
+const LEFT: Array<{ name: string; args: string[] }> = [
+  { name: "webm.webm", args: [...VIDEO(1, "160x90", "25"), "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8"] },
+  { name: "fragmented.mp4", args: [...VIDEO(1, "160x90", "25"), "-c:v", "libx264", "-preset", "ultrafast", "-movflags", "frag_keyframe+empty_moov"] },
+  { name: "with-subtitles.mp4", args: [...VIDEO(2, "160x90", "25"), "-i", "SUBS", "-map", "0:v", "-map", "1:s", "-c:v", "libx264", "-preset", "ultrafast", "-c:s", "mov_text"] },
+];
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "rb-header-probe-"));
+  await writeFile(file("subs.srt"), "1\n00:00:00,000 --> 00:00:01,000\nHello\n");
+  await Promise.all([...READ, ...LEFT].map(({ name, args }) => ffmpeg([...args.map((arg) => (arg === "SUBS" ? file("subs.srt") : arg)), file(name)])));
+  // 240 frames per second: over the default frame rate cap.
+  await ffmpeg([...VIDEO(1, "160x90", "240"), "-c:v", "libx264", "-preset", "ultrafast", file("fast.mp4")]);
+  const whole = await readFile(file("h264-aac.mp4"));
+  // The movie box is at the end: cut short, the boxes no longer tile the file.
+  await writeFile(file("truncated.mp4"), whole.subarray(0, whole.length - 100));
+  await writeFile(file("trailing-junk.mp4"), Buffer.concat([whole, Buffer.from("junk after the last box")]));
+}, 120_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** What a job uses of a probe, and what the header reader promises to read as ffprobe does. */
+const usedFacts = (probe: MediaProbe) => ({
+  durationMs: probe.durationMs,
+  formatDurationMs: probe.format.durationMs,
+  formatName: probe.format.name,
+  size: probe.format.size,
+  width: probe.width,
+  height: probe.height,
+  hasVideo: probe.hasVideo,
+  hasAudio: probe.hasAudio,
+  streams: probe.streams.map((stream) => ({ index: stream.index, type: stream.type, width: stream.width, height: stream.height, fps: stream.fps })),
+});
+
+describe("an input probed from its MP4/MOV movie header", () => {
+  it.each(READ)("$name: the same duration, kinds, sizes and frame rates as ffprobe reports", async ({ name }) => {
+    const [header, ffprobe] = await Promise.all([probeMp4Header(file(name)), probeMedia(file(name))]);
+    expect(header, "read from the header, not left to ffprobe").not.toBeNull();
+    expect(header!.readBy).toBe("header");
+    expect(ffprobe.readBy).toBe("ffprobe");
+    expect(usedFacts(header!)).toEqual(usedFacts(ffprobe));
+  });
+
+  it.each([...LEFT.map(({ name }) => name), "truncated.mp4", "trailing-junk.mp4"])("%s is left to ffprobe", async (name) => {
+    expect(await probeMp4Header(file(name))).toBeNull();
+  });
+
+  it("a movie box over the size it may hold in memory is left to ffprobe", async () => {
+    expect(await readInputMoov(file("h264-aac.mp4"), 16 * 1024 * 1024)).not.toBeNull();
+    expect(await readInputMoov(file("h264-aac.mp4"), 100)).toBeNull();
+  });
+
+  it("a video over the frame rate cap fails with the same error as ffprobe's path", async () => {
+    const [header, ffprobe] = await Promise.allSettled([probeMp4Header(file("fast.mp4")), probeMedia(file("fast.mp4"))]);
+    expect(header.status).toBe("rejected");
+    expect((header as PromiseRejectedResult).reason).toBeInstanceOf(MediaCapError);
+    expect((header as PromiseRejectedResult).reason).toEqual((ffprobe as PromiseRejectedResult).reason);
+  });
+
+  it("a damaged movie box never throws anything but a cap error: it is read or left to ffprobe", async () => {
+    const whole = await readFile(file("h264-faststart-ntsc.mp4"));
+    const moovAt = whole.indexOf("moov") - 4;
+    const moovEnd = moovAt + whole.readUInt32BE(moovAt);
+    let seed = 0x2545f491;
+    const random = () => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) / 2 ** 32;
+    };
+    const outcomes = { read: 0, left: 0 };
+    for (let round = 0; round < 300; round += 1) {
+      const damaged = Buffer.from(whole);
+      for (let flips = 1 + Math.floor(random() * 4); flips > 0; flips -= 1) {
+        const at = moovAt + Math.floor(random() * (moovEnd - moovAt));
+        damaged[at] = random() < 0.5 ? 0xff : Math.floor(random() * 256);
+      }
+      await writeFile(file("damaged.mp4"), damaged);
+      const probe = await probeMp4Header(file("damaged.mp4")).catch((error: unknown) => {
+        if (error instanceof MediaCapError) return null;
+        throw error;
+      });
+      outcomes[probe ? "read" : "left"] += 1;
+    }
+    // Both ways were taken: the damage reached fields the reader reads and ones it checks.
+    expect(outcomes.read).toBeGreaterThan(0);
+    expect(outcomes.left).toBeGreaterThan(0);
+  });
+
+  it("every job type but extract.metadata (whose output is ffprobe's description) takes a header probe", () => {
+    expect(inputProbeFor("extract.metadata")).toBe("ffprobe");
+    for (const type of ["transcode", "thumbnail", "audio.extract", "watermark.add", "caption.burn", "qr.generate"] as const) {
+      expect(inputProbeFor(type)).toBe("header-first");
+    }
+  });
+});
