@@ -1,4 +1,6 @@
 import { Writable } from "node:stream";
+import { context, INVALID_SPAN_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "./logger.js";
 
@@ -83,6 +85,26 @@ describe("createLogger", () => {
     expect(line).toMatchObject({ route: "/outputs/*", path: "/outputs/org_1/job_1/out.mp4" });
     for (const secret of ["abab", "cdcd", "presigned-credential", "nested-signature", "top-token", "nested-token", "top-secret", "nested-secret", "rb_top", "rb_nested", "rb_session"]) {
       expect(raw[0]).not.toContain(secret);
+    }
+  });
+
+  it("carries the active span's trace and span ids, and none inside a span of tracing turned off", () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const { logger, lines } = capturingLogger();
+      const valid = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: TraceFlags.SAMPLED };
+      context.with(trace.setSpan(context.active(), trace.wrapSpanContext(valid)), () => logger.info("traced"));
+      context.with(trace.setSpan(context.active(), trace.wrapSpanContext(INVALID_SPAN_CONTEXT)), () => logger.info("tracing off"));
+      logger.info("no span");
+      expect(lines[0]).toMatchObject({ msg: "traced", traceId: valid.traceId, spanId: valid.spanId });
+      for (const line of lines.slice(1)) {
+        expect(line).not.toHaveProperty("traceId");
+        expect(line).not.toHaveProperty("spanId");
+      }
+    } finally {
+      context.disable();
+      manager.disable();
     }
   });
 

@@ -1,5 +1,5 @@
 import { pino, type Logger, type DestinationStream } from "pino";
-import { trace } from "@opentelemetry/api";
+import { isSpanContextValid, trace } from "@opentelemetry/api";
 
 export type { Logger } from "pino";
 
@@ -52,10 +52,11 @@ export function createLogger({ service, level = "info", destination }: LoggerOpt
       base: { service },
       redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
       mixin() {
-        const span = trace.getActiveSpan();
-        if (!span) return {};
-        const { traceId, spanId } = span.spanContext();
-        return { traceId, spanId };
+        const spanContext = trace.getActiveSpan()?.spanContext();
+        // With tracing off, instrumented code still runs inside spans, with the all-zero ids of an invalid context:
+        // ~90 bytes of every line that correlate nothing.
+        if (!spanContext || !isSpanContextValid(spanContext)) return {};
+        return { traceId: spanContext.traceId, spanId: spanContext.spanId };
       },
     },
     // Asynchronous, buffered writes: synchronous stdout writes were ~30% of the dispatcher's CPU under load
