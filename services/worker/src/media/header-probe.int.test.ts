@@ -28,6 +28,7 @@ const READ: Array<{ name: string; args: string[] }> = [
   { name: "anamorphic.mp4", args: [...VIDEO(1, "352x288", "25"), "-vf", "setsar=16/11", "-c:v", "libx264", "-preset", "ultrafast"] },
   { name: "capped.mp4", args: [...VIDEO(4, "128x72", "60"), ...TONE(4), "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-t", "2.345"] },
   { name: "audio-only.m4a", args: [...TONE(2.5), "-c:a", "aac", "-b:a", "64k"] },
+  { name: "timecode-track.mov", args: [...VIDEO(1, "160x90", "25"), ...TONE(1), "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-timecode", "01:00:00:00"] },
   { name: "two-video-tracks.mp4", args: [...VIDEO(1, "160x90", "25"), ...VIDEO(1, "320x180", "50"), "-map", "0:v", "-map", "1:v", "-c:v", "libx264", "-preset", "ultrafast"] },
 ];
 

@@ -11,7 +11,8 @@ export const MAX_INPUT_MOOV_BYTES = 16 * 1024 * 1024;
 
 // What ffprobe names libavformat's mov demuxer, the one that reads every file accepted here.
 const MOV_FORMAT = { name: "mov,mp4,m4a,3gp,3g2,mj2", longName: "QuickTime / MOV" };
-const STREAM_TYPES: Record<string, ProbedStream["type"]> = { vide: "video", soun: "audio" };
+// Track handlers read here, as ffprobe types their streams: a timecode track (cameras, editors) is a data stream.
+const STREAM_TYPES: Record<string, ProbedStream["type"]> = { vide: "video", soun: "audio", tmcd: "data" };
 const threeDecimals = (value: number | null) => (value === null ? null : Math.round(value * 1000) / 1000);
 
 /**
@@ -20,8 +21,8 @@ const threeDecimals = (value: number | null) => (value === null ? null : Math.ro
  * no reference, so a hostile file can at worst make it return null; the movie box read is capped at
  * {@link MAX_INPUT_MOOV_BYTES}. The sandboxed ffmpeg run that follows still applies every whitelist and cap.
  * @returns null (the caller runs ffprobe) for anything not read here the way ffprobe reads it: a file that does not
- *   start with `ftyp` or whose boxes do not tile it, a fragmented or larger movie, a track other than video or
- *   audio, a video sample entry not known to carry its size, no stated duration.
+ *   start with `ftyp` or whose boxes do not tile it, a fragmented or larger movie, a track other than video,
+ *   audio or timecode, a video sample entry not known to carry its size, no stated duration.
  * @throws MediaCapError when a video track is over the pixel or frame-rate cap, as the ffprobe path does.
  */
 export async function probeMp4Header(filePath: string, caps: MediaCaps = mediaCaps()): Promise<MediaProbe | null> {
