@@ -1,8 +1,9 @@
 // Every test file's setup (vitest.config.ts `setupFiles`): clears the long timers of ours a file leaves armed once its
 // own afterAll hooks have run, so they cannot fire during the next file of the same worker (armed-timers.ts says
-// why), and warns with where each was armed. A warning, not a failure: whether a refused body's deadline is still
-// armed at a file's end depends on how its connection ended (refused-bodies.int.test.ts left two in one full run and
-// none in another), and a check that fails on timing would fail CI at random.
+// why), and warns with where each was armed. A warning, not a failure: what it found that depended on timing
+// (refused-bodies.int.test.ts left two in one full run and none in another) was a gateway bug, now fixed and tested
+// there (a refused body's deadline outlived its closed connection), and a check that fails on timing would fail CI
+// at random; a warning names the next such timer without that.
 import { join } from "node:path";
 import { afterAll, expect } from "vitest";
 import { describeLeftovers, trackArmedTimers, type ArmedTimers } from "./armed-timers.js";

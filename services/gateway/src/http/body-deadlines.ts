@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
 import { AppError } from "@renderbus/errors";
 import type { Logger } from "@renderbus/telemetry";
 import { sendError } from "./errors.js";
@@ -41,9 +42,18 @@ export function registerBodyDeadlines(app: FastifyInstance, deadlines: BodyDeadl
       sendError(bodyTimeout(ms), request, reply, logger);
     }, ms);
     timer.unref();
-    const clear = () => clearTimeout(timer);
+    const socket = raw.socket as Socket | null;
+    const clear = () => {
+      clearTimeout(timer);
+      socket?.off?.("close", clear);
+    };
     raw.once("end", clear);
     raw.once("close", clear);
+    // A request answered with its connection closed before its body arrived (a refused body over the drain bound)
+    // ends neither way: Node stops tracking a request once its answer is sent, so only the socket's close says the
+    // rest is not coming. Without this, each such request kept its deadline, and the request with it, for a minute.
+    // Removed again by `clear`, so a keep-alive connection does not gather one listener per request.
+    if (typeof socket?.once === "function") socket.once("close", clear);
     // Answered before its body was read (a 401 from authentication, a 413): the rest is read and dropped, as Node's
     // server does for a connection it keeps, and its end clears the deadline; a body that stops arriving still meets
     // it. Said here too for the requests light-my-request injects, which nothing else reads: their deadlines stayed

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
 import { REFUSED_BODY_DRAIN_MAX_BYTES } from "./errors.js";
@@ -11,6 +11,9 @@ import { INLINE_UPLOAD_BODY_LIMIT } from "../uploads/uploads.routes.js";
  * (a socket closed with unread bytes is reset, and the reset can destroy the answer before the client sees it).
  * Over a real socket: `inject()` has no connection to lose.
  */
+
+// REQUEST_BODY_TIMEOUT_MS's default: how the body deadline of a request is told from other timers.
+const BODY_DEADLINE_MS = 60_000;
 
 let gateway: GatewayWithFakes;
 let port: number;
@@ -97,5 +100,26 @@ describe("a refused body", () => {
     ]);
     expect(statusLines(chunked.text)).toEqual([413]);
     expect(chunked.text).toMatch(/^connection: close/im);
+  });
+
+  it("closed with its connection leaves no body deadline armed (it held the request for a minute)", async () => {
+    const armed = vi.spyOn(globalThis, "setTimeout");
+    try {
+      const declaredHuge = await exchange([
+        `POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${REFUSED_BODY_DRAIN_MAX_BYTES + 1}\r\n\r\n{`,
+      ]);
+      expect(statusLines(declaredHuge.text)).toEqual([413]);
+      const deadlines = armed.mock.calls
+        .map((call, index) => ({ delay: call[1], timer: armed.mock.results[index]!.value as NodeJS.Timeout }))
+        .filter(({ delay }) => delay === BODY_DEADLINE_MS)
+        .map(({ timer }) => timer);
+      expect(deadlines).toHaveLength(1);
+      // Node marks a timer destroyed once it has been cleared; the gateway's side of the socket closes just after ours.
+      const cleared = () => deadlines.every((timer) => (timer as unknown as { _destroyed: boolean })._destroyed);
+      for (let waited = 0; waited < 2_000 && !cleared(); waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(cleared()).toBe(true);
+    } finally {
+      armed.mockRestore();
+    }
   });
 });
