@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputProbeFor } from "../providers/index.js";
 import { probeMp4Header } from "./header-probe.js";
 import { MediaCapError } from "./media-caps.js";
-import { readInputMoov } from "./mp4-header.js";
+import { readInputMoov, readMoov } from "./mp4-header.js";
 import { probeMedia, type MediaProbe } from "./probe.js";
 
 const exec = promisify(execFile);
@@ -84,6 +84,21 @@ describe("an input probed from its MP4/MOV movie header", () => {
   it("a movie box over the size it may hold in memory is left to ffprobe", async () => {
     expect(await readInputMoov(file("h264-aac.mp4"), 16 * 1024 * 1024)).not.toBeNull();
     expect(await readInputMoov(file("h264-aac.mp4"), 100)).toBeNull();
+  });
+
+  it("a file or movie box made of thousands of tiny boxes is left to ffprobe, not walked box by box", async () => {
+    const whole = await readFile(file("h264-faststart-ntsc.mp4"));
+    const ftypEnd = whole.readUInt32BE(0);
+    const moovEnd = ftypEnd + whole.readUInt32BE(ftypEnd);
+    expect(whole.toString("latin1", ftypEnd + 4, ftypEnd + 8)).toBe("moov");
+    const tiny = (count: number) => Buffer.concat(Array.from({ length: count }, () => Buffer.from([0, 0, 0, 8, 0x66, 0x72, 0x65, 0x65]))); // "free"
+    // 200,000 empty boxes between ftyp and moov: a well-formed file, 200,000 reads to walk.
+    await writeFile(file("many-boxes.mp4"), Buffer.concat([whole.subarray(0, ftypEnd), tiny(200_000), whole.subarray(ftypEnd)]));
+    expect(await probeMp4Header(file("many-boxes.mp4"))).toBeNull();
+    // 5,000 empty boxes inside the movie box (a well-formed one, or 16 MiB of them: two million objects on the heap).
+    const moovPayload = whole.subarray(ftypEnd + 8, moovEnd);
+    expect(readMoov(moovPayload)).not.toBeNull();
+    expect(readMoov(Buffer.concat([tiny(5_000), moovPayload]))).toBeNull();
   });
 
   it("a video over the frame rate cap fails with the same error as ffprobe's path", async () => {

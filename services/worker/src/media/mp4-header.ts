@@ -34,6 +34,11 @@ export interface MoovFacts {
 // The movie box of one of our outputs is a few KB to a few MB (sample tables of a long video); anything larger is not
 // read here (the caller falls back to ffprobe).
 const MAX_MOOV_BYTES = 64 * 1024 * 1024;
+// Boxes read at one level, and top-level boxes walked in a file. Real files have a handful at each (ftyp, free, mdat,
+// moov; mvhd, a few trak, udta, ...): a hostile one made of 8-byte boxes would otherwise have a 16 MiB movie box
+// become two million objects in the worker's heap, or a 2 GB input two hundred million reads.
+const MAX_BOXES_PER_LEVEL = 4096;
+const MAX_TOP_LEVEL_BOXES = 1024;
 // Sample entry codes of video tracks whose stsd entry carries a VisualSampleEntry (width and height at bytes 24-27).
 const VISUAL_ENTRY = /^(avc[1-4]|hvc1|hev1|av01|vp08|vp09|mp4v|jpeg|mjp[ab]|apcn|apch|apcs|apco|ap4h|ap4x)$/;
 
@@ -44,11 +49,12 @@ interface Box {
   end: number;
 }
 
-/** The boxes directly inside `buffer[start, end)` (pure). Returns null on a malformed size. */
+/** The boxes directly inside `buffer[start, end)` (pure). Returns null on a malformed size or too many boxes. */
 function childBoxes(buffer: Buffer, start: number, end: number): Box[] | null {
   const boxes: Box[] = [];
   let offset = start;
   while (offset + 8 <= end) {
+    if (boxes.length === MAX_BOXES_PER_LEVEL) return null;
     let size = buffer.readUInt32BE(offset);
     const type = buffer.toString("latin1", offset + 4, offset + 8);
     let header = 8;
@@ -183,7 +189,7 @@ interface WalkOptions {
 
 /**
  * Walks the top-level box headers of a file to the movie box (first with `+faststart`, last otherwise) and reads
- * only that; null when the walk meets a malformed size or no movie box.
+ * only that; null when the walk meets a malformed size, too many boxes or no movie box.
  */
 async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptions): Promise<Buffer | null> {
   const file = await open(filePath, "r");
@@ -191,7 +197,8 @@ async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptio
     const { size: fileSize } = await file.stat();
     let offset = 0;
     let moov: Buffer | null = null;
-    while (offset + 8 <= fileSize) {
+    for (let boxes = 0; offset + 8 <= fileSize; boxes += 1) {
+      if (boxes === MAX_TOP_LEVEL_BOXES) return null;
       const header = await readAt(file, offset, 16);
       if (header.length < 8) return null;
       let size = header.readUInt32BE(0);
