@@ -1,7 +1,6 @@
-import { stat } from "node:fs/promises";
 import { checkMediaCaps, mediaCaps, type MediaCaps } from "./media-caps.js";
 import { readInputMoov } from "./mp4-header.js";
-import type { MediaProbe, ProbedStream } from "./probe.js";
+import { roundFps, type MediaProbe, type ProbedStream } from "./probe.js";
 
 /**
  * The largest movie box of an input read in-process. A two-hour H.264 + AAC movie's sample tables are a few MB;
@@ -13,7 +12,6 @@ export const MAX_INPUT_MOOV_BYTES = 16 * 1024 * 1024;
 const MOV_FORMAT = { name: "mov,mp4,m4a,3gp,3g2,mj2", longName: "QuickTime / MOV" };
 // Track handlers read here, as ffprobe types their streams: a timecode track (cameras, editors) is a data stream.
 const STREAM_TYPES: Record<string, ProbedStream["type"]> = { vide: "video", soun: "audio", tmcd: "data" };
-const threeDecimals = (value: number | null) => (value === null ? null : Math.round(value * 1000) / 1000);
 
 /**
  * Probes a job's input from its MP4/MOV movie header, in the worker's process, without starting ffprobe (~150-200 ms
@@ -38,7 +36,7 @@ export async function probeMp4Header(filePath: string, caps: MediaCaps = mediaCa
       codec: null,
       width: track.width,
       height: track.height,
-      fps: type === "video" ? threeDecimals(track.fps) : null,
+      fps: type === "video" && track.fps !== null ? roundFps(track.fps) : null,
       sampleRate: null,
       channels: null,
       durationMs: null,
@@ -48,9 +46,8 @@ export async function probeMp4Header(filePath: string, caps: MediaCaps = mediaCa
   }
   checkMediaCaps(streams, caps);
   const video = streams.find((stream) => stream.type === "video");
-  const { size } = await stat(filePath);
   return {
-    format: { ...MOV_FORMAT, durationMs: facts.durationMs, size, bitRate: null, tags: {} },
+    format: { ...MOV_FORMAT, durationMs: facts.durationMs, size: facts.fileSize, bitRate: null, tags: {} },
     streams,
     width: video?.width ?? null,
     height: video?.height ?? null,

@@ -93,7 +93,8 @@ function trackFps(moov: Buffer, stbl: Box, timescale: number): number | null {
     samples += count;
     duration += count * delta;
   }
-  // Sums of at most 2^32 entries of 2^32 stay exact in a double up to 2^53: a movie box this large is not read.
+  // Doubles: the sample count stays exact (2 million entries at most in a movie box read here); a duration sum past
+  // 2^53, which only a crafted file has, rounds the rate by far less than a frame per second.
   return samples > 0 && duration > 0 ? (samples * timescale) / duration : null;
 }
 
@@ -191,7 +192,7 @@ interface WalkOptions {
  * Walks the top-level box headers of a file to the movie box (first with `+faststart`, last otherwise) and reads
  * only that; null when the walk meets a malformed size, too many boxes or no movie box.
  */
-async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptions): Promise<Buffer | null> {
+async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptions): Promise<{ moov: Buffer; fileSize: number } | null> {
   const file = await open(filePath, "r");
   try {
     const { size: fileSize } = await file.stat();
@@ -217,11 +218,11 @@ async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptio
         if (moov || size - headerSize > maxMoovBytes) return null;
         moov = await readAt(file, offset + headerSize, size - headerSize);
         if (moov.length !== size - headerSize) return null;
-        if (!strict) return moov;
+        if (!strict) return { moov, fileSize };
       }
       offset += size;
     }
-    return strict && offset !== fileSize ? null : moov;
+    return moov === null || (strict && offset !== fileSize) ? null : { moov, fileSize };
   } finally {
     await file.close();
   }
@@ -232,16 +233,18 @@ async function readMoovBox(filePath: string, { maxMoovBytes, strict }: WalkOptio
  * @returns null when the file is not one this reads the same way ffprobe does; the caller then probes it.
  */
 export async function readMp4Summary(filePath: string): Promise<Mp4Summary | null> {
-  const moov = await readMoovBox(filePath, { maxMoovBytes: MAX_MOOV_BYTES, strict: false });
-  return moov && summarizeMoov(moov);
+  const read = await readMoovBox(filePath, { maxMoovBytes: MAX_MOOV_BYTES, strict: false });
+  return read && summarizeMoov(read.moov);
 }
 
 /**
  * Reads the movie box of a job's input (anyone's file), without starting ffprobe: only a file that starts with
- * `ftyp`, whose top-level boxes tile it exactly, with a movie box of at most `maxMoovBytes`.
+ * `ftyp`, whose top-level boxes tile it exactly, with a movie box of at most `maxMoovBytes`; with the file's size,
+ * which the walk has read anyway.
  * @returns null for anything else; the caller then probes it with ffprobe.
  */
-export async function readInputMoov(filePath: string, maxMoovBytes: number): Promise<MoovFacts | null> {
-  const moov = await readMoovBox(filePath, { maxMoovBytes, strict: true });
-  return moov && readMoov(moov);
+export async function readInputMoov(filePath: string, maxMoovBytes: number): Promise<(MoovFacts & { fileSize: number }) | null> {
+  const read = await readMoovBox(filePath, { maxMoovBytes, strict: true });
+  const facts = read && readMoov(read.moov);
+  return facts ? { ...facts, fileSize: read.fileSize } : null;
 }

@@ -55,10 +55,13 @@ const milliseconds = (seconds: string | undefined): number | null => {
   const parsed = number(seconds);
   return parsed === null ? null : Math.round(parsed * 1000);
 };
+/** A frame rate as a probe states it: to three decimals (both probes round the same way, so the caps judge alike). */
+export const roundFps = (fps: number): number => Math.round(fps * 1000) / 1000;
+
 const frameRate = (ratio: string | undefined): number | null => {
   const [numerator, denominator] = (ratio ?? "").split("/").map(Number);
   if (!numerator || !denominator) return null;
-  return Math.round((numerator / denominator) * 1000) / 1000;
+  return roundFps(numerator / denominator);
 };
 
 /** Converts ffprobe's JSON into the summary; pure, so it is tested without files. */

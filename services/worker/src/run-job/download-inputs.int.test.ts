@@ -42,6 +42,7 @@ const read = async (source: string, orgId: string, maxBytes = 10 * 1024 * 1024, 
     timeoutMs: 5_000,
     agent,
     signal: new AbortController().signal,
+    probe: "ffprobe",
   });
 
 async function inputErrorOf(promise: Promise<unknown>): Promise<string> {

@@ -67,7 +67,7 @@ async function readUpload(options: { name: string; id: string; orgId: string; up
 
 /**
  * Downloads every input of a job into `workDir` (URLs over the guarded agent, upload ids from the upload store) and
- * probes each (`probe`, default `header-first`).
+ * probes each the way `probe` says.
  * @throws JobFailure INPUT_ERROR when an input cannot be fetched, is too large or is not media; JobCancelledError.
  */
 export async function downloadInputs(options: {
@@ -82,8 +82,8 @@ export async function downloadInputs(options: {
   minBytesPerSecond?: number;
   agent: InputAgent;
   signal: AbortSignal;
-  /** The job type's {@link InputProbe} (providers/index.ts `inputProbeFor`). */
-  probe?: InputProbe;
+  /** The job type's {@link InputProbe} (providers/index.ts `inputProbeFor`): every caller says which. */
+  probe: InputProbe;
 }): Promise<{ inputs: Record<string, string>; probes: Record<string, MediaProbe> }> {
   const inputs: Record<string, string> = {};
   const probes: Record<string, MediaProbe> = {};
@@ -107,7 +107,7 @@ export async function downloadInputs(options: {
     }
     inputs[name] = destination;
     try {
-      probes[name] = await probeInput(destination, options.probe ?? "header-first");
+      probes[name] = await probeInput(destination, options.probe);
     } catch (error) {
       if (error instanceof NotMediaError) throw inputError(`inputs.${name}: is not a media file that can be read`);
       if (error instanceof MediaCapError) throw inputError(`inputs.${name}: ${error.message}`);
