@@ -88,6 +88,22 @@ describe("createLogger", () => {
     }
   });
 
+  it("redacts inside arrays, errors and a child logger's bindings, and leaves the logged objects as they were", () => {
+    const { logger, lines, raw } = capturingLogger();
+    const error = Object.assign(new Error("upstream refused"), { url: "https://bucket/in.mp4?X-Amz-Signature=in-error" });
+    const inputs = [{ url: "https://bucket/a.mp4?X-Amz-Signature=in-array" }];
+    logger.child({ endpoint: { url: "https://hooks.example/?token=in-binding" } }).child({ token: "grandchild-token" }).error({ err: error, inputs }, "download failed");
+    const line = lines[0]!;
+    expect(line.endpoint).toEqual({ url: "[redacted]" });
+    expect(line.token).toBe("[redacted]");
+    expect(line.inputs).toEqual([{ url: "[redacted]" }]);
+    expect(line.err).toMatchObject({ type: "Error", message: "upstream refused", url: "[redacted]" });
+    expect((line.err as { stack: string }).stack).toContain("upstream refused");
+    for (const secret of ["in-error", "in-array", "in-binding", "grandchild-token"]) expect(raw[0]).not.toContain(secret);
+    expect(error.url).toContain("in-error");
+    expect(inputs[0]!.url).toContain("in-array");
+  });
+
   it("carries the active span's trace and span ids, and none inside a span of tracing turned off", () => {
     const manager = new AsyncLocalStorageContextManager().enable();
     context.setGlobalContextManager(manager);

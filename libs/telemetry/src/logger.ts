@@ -1,41 +1,9 @@
 import { pino, type Logger, type DestinationStream } from "pino";
 import { isSpanContextValid, trace } from "@opentelemetry/api";
+import { redactSecrets } from "./secret-redaction.js";
 
 export type { Logger } from "pino";
 
-/**
- * Paths pino replaces with "[redacted]" wherever they appear in a log line (top level, or one level down: `*.x`).
- * Secrets must never reach a log: this is the safety net, not the plan (code should not log these objects at all).
- * `url` is here because URLs carry credentials in their query (signed `/outputs` links, presigned input URLs) and
- * `signature` because it is one; a line that means a route pattern calls it `route`, a path without query `path`.
- */
-export const REDACTED_PATHS = [
-  "key",
-  "*.key",
-  "apiKey",
-  "*.apiKey",
-  "secret",
-  "*.secret",
-  "webhookSecret",
-  "*.webhookSecret",
-  "*.*.webhookSecret",
-  "password",
-  "*.password",
-  "token",
-  "*.token",
-  "authorization",
-  "*.authorization",
-  "headers.authorization",
-  "req.headers.authorization",
-  "req.headers.cookie",
-  "res.headers[\"set-cookie\"]",
-  "cookie",
-  "*.cookie",
-  "url",
-  "*.url",
-  "signature",
-  "*.signature",
-];
 
 export interface LoggerOptions {
   service: string;
@@ -46,11 +14,12 @@ export interface LoggerOptions {
 
 /** A structured JSON logger with the service name, the active trace id on each line, and secret redaction. */
 export function createLogger({ service, level = "info", destination }: LoggerOptions): Logger {
-  return pino(
+  const logger = pino(
     {
       level,
       base: { service },
-      redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+      // Secrets are replaced in each line's fields and in every logger's bindings (see redactSecrets).
+      formatters: { log: (fields) => redactSecrets(fields), bindings: (bindings) => redactSecrets(bindings) },
       mixin() {
         const spanContext = trace.getActiveSpan()?.spanContext();
         // With tracing off, instrumented code still runs inside spans, with the all-zero ids of an invalid context:
@@ -63,4 +32,11 @@ export function createLogger({ service, level = "info", destination }: LoggerOpt
     // (docs/BENCHMARKS.md). `runService` flushes the buffer on shutdown.
     destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 }),
   );
+  // A child's bindings are written once, when it is made, and pino runs no formatter over them: they are redacted
+  // here. Children are made from their parent's prototype chain, so every descendant goes through this one.
+  const makeChild = logger.child;
+  logger.child = function (this: Logger, bindings, options) {
+    return makeChild.call(this, redactSecrets(bindings), options);
+  } as Logger["child"];
+  return logger;
 }
