@@ -20,7 +20,7 @@ function table(columns: string[], rows: Array<Array<string | number>>): string {
   return [`| ${columns.map(cell).join(" | ")} |`, `|${columns.map(() => "---").join("|")}|`, ...rows.map((row) => `| ${row.map(cell).join(" | ")} |`)].join("\n");
 }
 
-const verdict = (check: TargetCheck) => (check.met === null ? "not judged" : check.met ? "met" : `missed (${check.missedBy})`);
+const verdict = (check: TargetCheck) => (check.met === null ? `not judged${check.reason ? ` (${check.reason})` : ""}` : check.met ? "met" : `missed (${check.missedBy})`);
 
 /**
  * The Markdown page: a summary of every target, the machine, each benchmark's table, then `extraSections`

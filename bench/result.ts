@@ -10,6 +10,8 @@ export interface TargetCheck {
   met: boolean | null;
   /** When missed: by how much, e.g. "12 points short" or "38 ms over". */
   missedBy?: string;
+  /** When not judged: why, e.g. "the receiver was the bottleneck". */
+  reason?: string;
 }
 
 /** What one benchmark reports: a table of figures, the targets it checks, and notes on how to read them. */
@@ -36,6 +38,11 @@ export function atLeast(name: string, actual: number, minimum: number, unit: str
 export function below(name: string, actual: number, maximum: number, unit: string): TargetCheck {
   const met = actual < maximum;
   return { name, target: `< ${maximum}${unit}`, actual: `${actual}${unit}`, met, ...(met ? {} : { missedBy: `${round(actual - maximum)}${unit} over` }) };
+}
+
+/** The figure of `check` reported without a verdict, and why. */
+export function notJudged(check: TargetCheck, reason: string): TargetCheck {
+  return { name: check.name, target: check.target, actual: check.actual, met: null, reason };
 }
 
 // Two decimals: a ratio missed by 0.04x must not read "0x short".

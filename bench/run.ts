@@ -138,7 +138,7 @@ async function main(): Promise<number> {
     await writeFile(join(outDir, "benchmarks.json"), `${JSON.stringify(report, null, 2)}\n`);
     await writeFile(join(outDir, "BENCHMARKS.md"), renderMarkdown(report, `${renderChaosRecord(chaos)}\n${findings}`));
     log(`wrote ${join(outDir, "BENCHMARKS.md")} and benchmarks.json`);
-    for (const b of benchmarks) for (const t of b.targets) log(`  ${t.met === null ? "?" : t.met ? "met" : "MISSED"}  ${t.name}: ${t.actual} (goal ${t.target})`);
+    for (const b of benchmarks) for (const t of b.targets) log(`  ${t.met === null ? "?" : t.met ? "met" : "MISSED"}  ${t.name}: ${t.actual} (goal ${t.target}${t.reason ? `; not judged: ${t.reason}` : ""})`);
   } finally {
     await bus.close().catch(() => undefined);
     await receiver.close();

@@ -4,7 +4,7 @@ import { mergeLoads, takeTurns } from "../load/interleave.js";
 import { runLoad } from "../load/run-load.js";
 import { startReplica, type Replica } from "../replicas.js";
 import type { Received } from "../receiver.js";
-import { atLeast, below, percent, type BenchmarkResult, type TargetCheck } from "../result.js";
+import { atLeast, below, notJudged, percent, type BenchmarkResult, type TargetCheck } from "../result.js";
 import { round1, round2, summarize, type LatencySummary } from "../stats.js";
 import { SyntheticEvents } from "../synthetic-events.js";
 
@@ -227,9 +227,14 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
   const endpointsResult = endpointsResultOf(endpointsRun);
   const scaleOut = round2(two.deliveriesPerSecond / Math.max(1, one.deliveriesPerSecond));
   const receiverBound = two.deliveriesPerSecond >= 0.8 * baseline.perSecond;
-  const scaleCheck: TargetCheck = receiverBound
-    ? { name: "scale-out 2 vs 1 replicas", target: ">= 1.6x", actual: `${scaleOut}x`, met: null, missedBy: "not judged: 2 replicas reach the receiver's bare rate" }
-    : atLeast("scale-out 2 vs 1 replicas", scaleOut, 1.6, "x");
+  // Issue 25 replaced both yardsticks of this section: "the yardstick is the best peer" (no durable sender reaches
+  // 25% of a bare POST loop here; section 10), and replicas that share two cores with everything else show nothing of
+  // whether the design scales (replicas on capped CPU shares; section 13). The figures stay for comparison with
+  // earlier runs.
+  const scaleCheck: TargetCheck = notJudged(
+    atLeast("scale-out 2 vs 1 replicas", scaleOut, 1.6, "x"),
+    receiverBound ? "2 replicas reach the receiver's bare rate" : "replaced by replicas on capped CPU shares, section 13 (issue 25)",
+  );
 
   const throughputResult: BenchmarkResult = {
     id: "webhook-throughput",
@@ -241,7 +246,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<BenchmarkResult[
       ...throughput.map((t) => [`dispatcher x${t.replicas}`, t.events, t.deliveriesPerSecond, percent(t.deliveriesPerSecond, baseline.perSecond), t.endToEndPerSecond]),
     ],
     targets: [
-      atLeast("deliveries/s vs bare POST loop (1 replica)", percent(one.deliveriesPerSecond, baseline.perSecond), 50, "%"),
+      notJudged(atLeast("deliveries/s vs bare POST loop (1 replica)", percent(one.deliveriesPerSecond, baseline.perSecond), 50, "%"), "replaced by the fastest peer, section 10 (issue 25)"),
       scaleCheck,
     ],
     notes: [
