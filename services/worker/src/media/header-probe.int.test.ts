@@ -3,11 +3,13 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { crc32 } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputProbeFor } from "../providers/index.js";
-import { probeMp4Header } from "./header-probe.js";
-import { MediaCapError } from "./media-caps.js";
+import { probeInputHeader, probeMp4Header, probePngHeader } from "./header-probe.js";
+import { DEFAULT_MEDIA_CAPS, MediaCapError } from "./media-caps.js";
 import { readInputMoov, readMoov } from "./mp4-header.js";
+import { MAX_CHUNKS_BEFORE_IDAT } from "./png-header.js";
 import { probeMedia, type MediaProbe } from "./probe.js";
 
 const exec = promisify(execFile);
@@ -39,8 +41,36 @@ const LEFT: Array<{ name: string; args: string[] }> = [
   { name: "with-subtitles.mp4", args: [...VIDEO(2, "160x90", "25"), "-i", "SUBS", "-map", "0:v", "-map", "1:s", "-c:v", "libx264", "-preset", "ultrafast", "-c:s", "mov_text"] },
 ];
 
+/** Pictures as customers send them for a watermark: every PNG colour type and depth ffmpeg writes, odd sizes. */
+const PICTURE = (size: string, pixelFormat: string) => ["-f", "lavfi", "-i", `testsrc=size=${size}:duration=1`, "-frames:v", "1", "-pix_fmt", pixelFormat];
+const PNGS: Array<{ name: string; args: string[] }> = [
+  { name: "rgb.png", args: PICTURE("321x123", "rgb24") },
+  { name: "rgba.png", args: PICTURE("640x360", "rgba") },
+  { name: "grey.png", args: PICTURE("99x77", "gray") },
+  { name: "grey16.png", args: PICTURE("64x48", "gray16be") },
+  { name: "rgba64.png", args: PICTURE("32x32", "rgba64be") },
+  { name: "palette.png", args: PICTURE("200x100", "pal8") },
+  { name: "one-bit.png", args: PICTURE("17x9", "monob") },
+];
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "rb-header-probe-"));
+  await Promise.all(PNGS.map(({ name, args }) => ffmpeg([...args, file(name)])));
+  await ffmpeg([...PICTURE("160x90", "yuvj420p"), file("picture.jpg")]);
+  const png = await readFile(file("rgb.png"));
+  // An upload keeps its name's extension, and a name may have none.
+  await writeFile(file("input-image"), png);
+  await writeFile(file("animated.apng"), png);
+  await writeFile(file("named.jpg"), png);
+  // Cut before its first IDAT chunk ends (inside it, or right after IHDR): ffprobe states no size for either.
+  const idatEnd = png.indexOf("IDAT") + 4 + png.readUInt32BE(png.indexOf("IDAT") - 4) + 4;
+  await writeFile(file("cut-in-idat.png"), png.subarray(0, idatEnd - 10));
+  await writeFile(file("cut-after-ihdr.png"), png.subarray(0, 33));
+  // Without its IEND (cut after the image data): ffprobe reads it, and so does the header.
+  await writeFile(file("no-iend.png"), png.subarray(0, idatEnd));
+  const badCrc = Buffer.from(png);
+  badCrc[32] = badCrc[32]! ^ 0xff;
+  await writeFile(file("bad-crc.png"), badCrc);
   await writeFile(file("subs.srt"), "1\n00:00:00,000 --> 00:00:01,000\nHello\n");
   await Promise.all([...READ, ...LEFT].map(({ name, args }) => ffmpeg([...args.map((arg) => (arg === "SUBS" ? file("subs.srt") : arg)), file(name)])));
   // 240 frames per second: over the default frame rate cap.
@@ -143,5 +173,72 @@ describe("an input probed from its MP4/MOV movie header", () => {
     for (const type of ["transcode", "thumbnail", "audio.extract", "watermark.add", "caption.burn", "qr.generate"] as const) {
       expect(inputProbeFor(type)).toBe("header-first");
     }
+  });
+});
+
+describe("an input probed from its PNG header", () => {
+  it.each([...PNGS.map(({ name }) => name), "input-image", "no-iend.png"])("%s: the same format, size, stream and frame rate as ffprobe reports", async (name) => {
+    const [header, ffprobe] = await Promise.all([probePngHeader(file(name)), probeMedia(file(name))]);
+    expect(header, "read from the header, not left to ffprobe").not.toBeNull();
+    expect(header!.readBy).toBe("header");
+    expect({ ...usedFacts(header!), codec: header!.streams[0]!.codec }).toEqual({ ...usedFacts(ffprobe), codec: ffprobe.streams[0]!.codec });
+    expect(await probeInputHeader(file(name))).toEqual(header);
+  });
+
+  it.each(["picture.jpg", "animated.apng", "named.jpg", "cut-in-idat.png", "cut-after-ihdr.png", "bad-crc.png", "h264-aac.mp4"])("%s is left to ffprobe", async (name) => {
+    expect(await probePngHeader(file(name))).toBeNull();
+  });
+
+  it("a file with more chunks before its image data than the walk takes is left to ffprobe", async () => {
+    const png = await readFile(file("rgb.png"));
+    const text = (n: number) => {
+      const data = Buffer.from(`Comment\0${n}`, "latin1");
+      const typed = Buffer.concat([Buffer.from("tEXt", "latin1"), data]);
+      const chunk = Buffer.alloc(12 + data.length);
+      chunk.writeUInt32BE(data.length, 0);
+      typed.copy(chunk, 4);
+      chunk.writeUInt32BE(crc32(typed), 8 + data.length);
+      return chunk;
+    };
+    const withText = (count: number) => Buffer.concat([png.subarray(0, 33), ...Array.from({ length: count }, (_, n) => text(n)), png.subarray(33)]);
+    await writeFile(file("some-text.png"), withText(MAX_CHUNKS_BEFORE_IDAT - 2));
+    await writeFile(file("much-text.png"), withText(MAX_CHUNKS_BEFORE_IDAT));
+    expect(usedFacts((await probePngHeader(file("some-text.png")))!)).toEqual(usedFacts(await probeMedia(file("some-text.png"))));
+    expect(await probePngHeader(file("much-text.png"))).toBeNull();
+  });
+
+  it("a picture over the pixel cap fails with the same error as ffprobe's path", async () => {
+    const caps = { ...DEFAULT_MEDIA_CAPS, maxPixels: 320 * 120 };
+    const [header, ffprobe] = await Promise.allSettled([probePngHeader(file("rgb.png"), caps), probeMedia(file("rgb.png"), { caps })]);
+    expect(header.status).toBe("rejected");
+    expect((header as PromiseRejectedResult).reason).toBeInstanceOf(MediaCapError);
+    expect((header as PromiseRejectedResult).reason).toEqual((ffprobe as PromiseRejectedResult).reason);
+  });
+
+  it("a damaged header never throws anything but a cap error: it is read or left to ffprobe", async () => {
+    const whole = await readFile(file("rgba.png"));
+    let seed = 0x1d872b41;
+    const random = () => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) / 2 ** 32;
+    };
+    const outcomes = { read: 0, left: 0 };
+    for (let round = 0; round < 300; round += 1) {
+      const damaged = Buffer.from(whole);
+      // The signature, IHDR and the next chunks' headers; a CRC-matching IHDR is read whatever its size says.
+      const at = Math.floor(random() * 70);
+      damaged[at] = Math.floor(random() * 256);
+      if (random() < 0.5 && at >= 16 && at < 29) damaged.writeUInt32BE(crc32(damaged.subarray(12, 29)), 29);
+      await writeFile(file("damaged.png"), damaged);
+      const probe = await probePngHeader(file("damaged.png")).catch((error: unknown) => {
+        if (error instanceof MediaCapError) return null;
+        throw error;
+      });
+      outcomes[probe ? "read" : "left"] += 1;
+    }
+    expect(outcomes.read).toBeGreaterThan(0);
+    expect(outcomes.left).toBeGreaterThan(0);
   });
 });

@@ -4,13 +4,14 @@ import type { UploadStore } from "@renderbus/uploads";
 import { fetchInput } from "../fetch-input/fetch-input.js";
 import type { InputAgent } from "../fetch-input/guarded-agent.js";
 import { inputError } from "../job-failure.js";
-import { probeMp4Header } from "../media/header-probe.js";
+import { probeInputHeader } from "../media/header-probe.js";
 import { MediaCapError } from "../media/media-caps.js";
 import { NotMediaError, probeMedia, type MediaProbe } from "../media/probe.js";
 
 /**
  * `ffprobe`: every input is probed by ffprobe in the sandbox. `header-first`: an MP4/MOV input is read from its movie
- * header in-process when that reads it as ffprobe would (media/header-probe.ts), anything else by ffprobe.
+ * header, a PNG from its IHDR chunk, in-process when that reads it as ffprobe would (media/header-probe.ts), anything
+ * else by ffprobe.
  */
 export type InputProbe = "ffprobe" | "header-first";
 
@@ -18,7 +19,7 @@ export type InputProbe = "ffprobe" | "header-first";
 async function probeInput(file: string, how: InputProbe): Promise<MediaProbe> {
   if (how === "header-first") {
     try {
-      const header = await probeMp4Header(file);
+      const header = await probeInputHeader(file);
       if (header) return header;
     } catch (error) {
       if (error instanceof MediaCapError) throw error;
