@@ -98,6 +98,37 @@ const usedFacts = (probe: MediaProbe) => ({
   streams: probe.streams.map((stream) => ({ index: stream.index, type: stream.type, width: stream.width, height: stream.height, fps: stream.fps })),
 });
 
+/**
+ * Probes 300 copies of `whole`, each damaged by `damage` with a repeatable xorshift sequence from `seed`, and counts
+ * the copies read and the ones left to ffprobe; anything thrown but a cap error fails the test.
+ */
+async function probeDamagedCopies(
+  whole: Buffer,
+  name: string,
+  probe: (filePath: string) => Promise<MediaProbe | null>,
+  seed: number,
+  damage: (copy: Buffer, random: () => number) => void,
+): Promise<{ read: number; left: number }> {
+  const random = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const outcomes = { read: 0, left: 0 };
+  for (let round = 0; round < 300; round += 1) {
+    const damaged = Buffer.from(whole);
+    damage(damaged, random);
+    await writeFile(file(name), damaged);
+    const probed = await probe(file(name)).catch((error: unknown) => {
+      if (error instanceof MediaCapError) return null;
+      throw error;
+    });
+    outcomes[probed ? "read" : "left"] += 1;
+  }
+  return outcomes;
+}
+
 describe("an input probed from its MP4/MOV movie header", () => {
   it.each(READ)("$name: the same duration, kinds, sizes and frame rates as ffprobe reports", async ({ name }) => {
     const [header, ffprobe] = await Promise.all([probeMp4Header(file(name)), probeMedia(file(name))]);
@@ -142,27 +173,12 @@ describe("an input probed from its MP4/MOV movie header", () => {
     const whole = await readFile(file("h264-faststart-ntsc.mp4"));
     const moovAt = whole.indexOf("moov") - 4;
     const moovEnd = moovAt + whole.readUInt32BE(moovAt);
-    let seed = 0x2545f491;
-    const random = () => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) / 2 ** 32;
-    };
-    const outcomes = { read: 0, left: 0 };
-    for (let round = 0; round < 300; round += 1) {
-      const damaged = Buffer.from(whole);
+    const outcomes = await probeDamagedCopies(whole, "damaged.mp4", probeMp4Header, 0x2545f491, (damaged, random) => {
       for (let flips = 1 + Math.floor(random() * 4); flips > 0; flips -= 1) {
         const at = moovAt + Math.floor(random() * (moovEnd - moovAt));
         damaged[at] = random() < 0.5 ? 0xff : Math.floor(random() * 256);
       }
-      await writeFile(file("damaged.mp4"), damaged);
-      const probe = await probeMp4Header(file("damaged.mp4")).catch((error: unknown) => {
-        if (error instanceof MediaCapError) return null;
-        throw error;
-      });
-      outcomes[probe ? "read" : "left"] += 1;
-    }
+    });
     // Both ways were taken: the damage reached fields the reader reads and ones it checks.
     expect(outcomes.read).toBeGreaterThan(0);
     expect(outcomes.left).toBeGreaterThan(0);
@@ -217,27 +233,12 @@ describe("an input probed from its PNG header", () => {
 
   it("a damaged header never throws anything but a cap error: it is read or left to ffprobe", async () => {
     const whole = await readFile(file("rgba.png"));
-    let seed = 0x1d872b41;
-    const random = () => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) / 2 ** 32;
-    };
-    const outcomes = { read: 0, left: 0 };
-    for (let round = 0; round < 300; round += 1) {
-      const damaged = Buffer.from(whole);
+    const outcomes = await probeDamagedCopies(whole, "damaged.png", probePngHeader, 0x1d872b41, (damaged, random) => {
       // The signature, IHDR and the next chunks' headers; a CRC-matching IHDR is read whatever its size says.
       const at = Math.floor(random() * 70);
       damaged[at] = Math.floor(random() * 256);
       if (random() < 0.5 && at >= 16 && at < 29) damaged.writeUInt32BE(crc32(damaged.subarray(12, 29)), 29);
-      await writeFile(file("damaged.png"), damaged);
-      const probe = await probePngHeader(file("damaged.png")).catch((error: unknown) => {
-        if (error instanceof MediaCapError) return null;
-        throw error;
-      });
-      outcomes[probe ? "read" : "left"] += 1;
-    }
+    });
     expect(outcomes.read).toBeGreaterThan(0);
     expect(outcomes.left).toBeGreaterThan(0);
   });
