@@ -54,12 +54,18 @@ export function redactSecrets<T>(value: T, depth = 0): T {
   return (copy ?? value) as T;
 }
 
-/** A plain object's own properties spread; anything else (an Error, a class instance) keeps its prototype and descriptors. */
+/**
+ * A plain object's own properties spread; anything else (an Error, a class instance) keeps its prototype and every own
+ * property, each copied as a writable value: an accessor may read a slot only the original has (V8's `stack` of an
+ * error on Node 24 is one), so its value is read from the original.
+ */
 function shallowCopy(source: Record<string, unknown>): Record<string, unknown> {
   const prototype = Object.getPrototypeOf(source) as object | null;
   if (prototype === Object.prototype || prototype === null) return { ...source };
-  const copy = Object.create(prototype, Object.getOwnPropertyDescriptors(source)) as Record<string, unknown>;
-  // Accessors and read-only fields become plain writable ones, so the replacement can be written.
-  for (const key of Object.keys(source)) Object.defineProperty(copy, key, { value: source[key], writable: true, enumerable: true, configurable: true });
+  const copy = Object.create(prototype) as Record<string | symbol, unknown>;
+  for (const key of Reflect.ownKeys(source)) {
+    const { enumerable } = Object.getOwnPropertyDescriptor(source, key)!;
+    Object.defineProperty(copy, key, { value: Reflect.get(source, key), writable: true, enumerable, configurable: true });
+  }
   return copy;
 }
