@@ -317,7 +317,7 @@ function profileResult(jobs: Measured[], samples: Map<string, JobProfile[]>): Be
     rows,
     targets: [],
     notes: [
-      "Worker phases come from the phasesMs of the worker's \"job completed\" log line (services/worker/src/run-job/process-dispatch.ts): reserveMinimum (billing RPC), downloadAndProbe (HTTP download + the probe: an MP4/MOV movie header or a PNG's IHDR read in-process, sandboxed ffprobe for other inputs), countPackets (only for sources without a duration), reserveAndStart (billing RPC + StartJob), provider (the sandboxed ffmpeg run), measureOutput (the output's header read in-process; sandboxed ffprobe only for formats that reader does not cover), storeOutput (into the output store), reportCompletion (CompleteJob).",
+      "Worker phases come from the phasesMs of the worker's \"job completed\" log line (services/worker/src/run-job/process-dispatch.ts): reserveMinimum (billing RPC), downloadAndProbe (HTTP download + the probe: an MP4/MOV movie header or a PNG/JPEG header read in-process, sandboxed ffprobe for other inputs), countPackets (only for sources without a duration), reserveAndStart (billing RPC + StartJob), provider (the sandboxed ffmpeg run), measureOutput (the output's header read in-process; sandboxed ffprobe only for formats that reader does not cover), storeOutput (into the output store), reportCompletion (CompleteJob).",
       "The jobs service's timestamps have whole milliseconds and come from its clock; the client's figure also holds the HTTP submission and the NATS event's way back.",
     ],
     data,

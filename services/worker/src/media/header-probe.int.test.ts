@@ -6,7 +6,8 @@ import { promisify } from "node:util";
 import { crc32 } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputProbeFor } from "../providers/index.js";
-import { probeInputHeader, probeMp4Header, probePngHeader } from "./header-probe.js";
+import { probeInputHeader, probeMp4Header } from "./header-probe.js";
+import { probePictureHeader } from "./picture-probe.js";
 import { DEFAULT_MEDIA_CAPS, MediaCapError } from "./media-caps.js";
 import { readInputMoov, readMoov } from "./mp4-header.js";
 import { MAX_CHUNKS_BEFORE_IDAT } from "./png-header.js";
@@ -53,10 +54,40 @@ const PNGS: Array<{ name: string; args: string[] }> = [
   { name: "one-bit.png", args: PICTURE("17x9", "monob") },
 ];
 
+/** Photos for a watermark: the samplings encoders write, greyscale, odd sizes, both extensions and none. */
+const JPEGS: Array<{ name: string; args: string[] }> = [
+  { name: "yuv420.jpg", args: PICTURE("321x123", "yuvj420p") },
+  { name: "yuv422.jpeg", args: PICTURE("160x90", "yuvj422p") },
+  { name: "yuv444.JPG", args: PICTURE("99x77", "yuvj444p") },
+  { name: "grey.jpg", args: PICTURE("200x150", "gray") },
+  { name: "tiny.jpg", args: PICTURE("64x48", "yuvj420p") },
+];
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "rb-header-probe-"));
   await Promise.all(PNGS.map(({ name, args }) => ffmpeg([...args, file(name)])));
-  await ffmpeg([...PICTURE("160x90", "yuvj420p"), file("picture.jpg")]);
+  await Promise.all(JPEGS.map(({ name, args }) => ffmpeg([...args, file(name)])));
+  const jpeg = await readFile(file("yuv420.jpg"));
+  await writeFile(file("input-photo"), jpeg);
+  await writeFile(file("tiny-photo"), await readFile(file("tiny.jpg")));
+  await writeFile(file("photo.png"), jpeg);
+  await writeFile(file("photo.jpe"), jpeg);
+  // A camera's EXIF block: a 30 KB APP1 segment before the frame header.
+  const app1 = Buffer.alloc(4 + 30_000, 0x45);
+  app1.writeUInt16BE(0xffe1, 0);
+  app1.writeUInt16BE(2 + 30_000, 2);
+  await writeFile(file("exif.jpg"), Buffer.concat([jpeg.subarray(0, 2), app1, jpeg.subarray(2)]));
+  await writeFile(file("cut.jpg"), jpeg.subarray(0, jpeg.length - 100));
+  const sofAt = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
+  const patched = (patch: (copy: Buffer) => void) => {
+    const copy = Buffer.from(jpeg);
+    patch(copy);
+    return copy;
+  };
+  await writeFile(file("progressive-marker.jpg"), patched((copy) => (copy[sofAt + 1] = 0xc2)));
+  await writeFile(file("twelve-bit.jpg"), patched((copy) => (copy[sofAt + 4] = 12)));
+  // A luma sampling factor of 0: ffprobe's decoder refuses the frame header and states no size.
+  await writeFile(file("zero-sampling.jpg"), patched((copy) => (copy[sofAt + 11] = 0x01)));
   const png = await readFile(file("rgb.png"));
   // An upload keeps its name's extension, and a name may have none.
   await writeFile(file("input-image"), png);
@@ -194,15 +225,15 @@ describe("an input probed from its MP4/MOV movie header", () => {
 
 describe("an input probed from its PNG header", () => {
   it.each([...PNGS.map(({ name }) => name), "input-image", "no-iend.png"])("%s: the same format, size, stream and frame rate as ffprobe reports", async (name) => {
-    const [header, ffprobe] = await Promise.all([probePngHeader(file(name)), probeMedia(file(name))]);
+    const [header, ffprobe] = await Promise.all([probePictureHeader(file(name)), probeMedia(file(name))]);
     expect(header, "read from the header, not left to ffprobe").not.toBeNull();
     expect(header!.readBy).toBe("header");
     expect({ ...usedFacts(header!), codec: header!.streams[0]!.codec }).toEqual({ ...usedFacts(ffprobe), codec: ffprobe.streams[0]!.codec });
     expect(await probeInputHeader(file(name))).toEqual(header);
   });
 
-  it.each(["picture.jpg", "animated.apng", "named.jpg", "cut-in-idat.png", "cut-after-ihdr.png", "bad-crc.png", "h264-aac.mp4"])("%s is left to ffprobe", async (name) => {
-    expect(await probePngHeader(file(name))).toBeNull();
+  it.each(["animated.apng", "named.jpg", "cut-in-idat.png", "cut-after-ihdr.png", "bad-crc.png", "h264-aac.mp4"])("%s is left to ffprobe", async (name) => {
+    expect(await probePictureHeader(file(name))).toBeNull();
   });
 
   it("a file with more chunks before its image data than the walk takes is left to ffprobe", async () => {
@@ -219,13 +250,13 @@ describe("an input probed from its PNG header", () => {
     const withText = (count: number) => Buffer.concat([png.subarray(0, 33), ...Array.from({ length: count }, (_, n) => text(n)), png.subarray(33)]);
     await writeFile(file("some-text.png"), withText(MAX_CHUNKS_BEFORE_IDAT - 2));
     await writeFile(file("much-text.png"), withText(MAX_CHUNKS_BEFORE_IDAT));
-    expect(usedFacts((await probePngHeader(file("some-text.png")))!)).toEqual(usedFacts(await probeMedia(file("some-text.png"))));
-    expect(await probePngHeader(file("much-text.png"))).toBeNull();
+    expect(usedFacts((await probePictureHeader(file("some-text.png")))!)).toEqual(usedFacts(await probeMedia(file("some-text.png"))));
+    expect(await probePictureHeader(file("much-text.png"))).toBeNull();
   });
 
   it("a picture over the pixel cap fails with the same error as ffprobe's path", async () => {
     const caps = { ...DEFAULT_MEDIA_CAPS, maxPixels: 320 * 120 };
-    const [header, ffprobe] = await Promise.allSettled([probePngHeader(file("rgb.png"), caps), probeMedia(file("rgb.png"), { caps })]);
+    const [header, ffprobe] = await Promise.allSettled([probePictureHeader(file("rgb.png"), caps), probeMedia(file("rgb.png"), { caps })]);
     expect(header.status).toBe("rejected");
     expect((header as PromiseRejectedResult).reason).toBeInstanceOf(MediaCapError);
     expect((header as PromiseRejectedResult).reason).toEqual((ffprobe as PromiseRejectedResult).reason);
@@ -233,11 +264,50 @@ describe("an input probed from its PNG header", () => {
 
   it("a damaged header never throws anything but a cap error: it is read or left to ffprobe", async () => {
     const whole = await readFile(file("rgba.png"));
-    const outcomes = await probeDamagedCopies(whole, "damaged.png", probePngHeader, 0x1d872b41, (damaged, random) => {
+    const outcomes = await probeDamagedCopies(whole, "damaged.png", probePictureHeader, 0x1d872b41, (damaged, random) => {
       // The signature, IHDR and the next chunks' headers; a CRC-matching IHDR is read whatever its size says.
       const at = Math.floor(random() * 70);
       damaged[at] = Math.floor(random() * 256);
       if (random() < 0.5 && at >= 16 && at < 29) damaged.writeUInt32BE(crc32(damaged.subarray(12, 29)), 29);
+    });
+    expect(outcomes.read).toBeGreaterThan(0);
+    expect(outcomes.left).toBeGreaterThan(0);
+  });
+});
+
+describe("an input probed from its JPEG header", () => {
+  it.each([...JPEGS.map(({ name }) => name).filter((name) => name !== "tiny.jpg"), "input-photo", "exif.jpg", "tiny-photo"])("%s: the same format, duration, size, stream and frame rate as ffprobe reports", async (name) => {
+    const [header, ffprobe] = await Promise.all([probePictureHeader(file(name)), probeMedia(file(name))]);
+    expect(header, "read from the header, not left to ffprobe").not.toBeNull();
+    expect(header!.readBy).toBe("header");
+    expect({ ...usedFacts(header!), codec: header!.streams[0]!.codec }).toEqual({ ...usedFacts(ffprobe), codec: ffprobe.streams[0]!.codec });
+  });
+
+  it("a picture's small size is what makes ffprobe read a .jpg as jpeg_pipe, and such a one is left to ffprobe", async () => {
+    const tiny = await probeMedia(file("tiny.jpg"));
+    expect(tiny.format).toMatchObject({ name: "jpeg_pipe", durationMs: null });
+    expect(tiny.format.size).toBeLessThanOrEqual(2048);
+    expect(await probePictureHeader(file("tiny.jpg"))).toBeNull();
+  });
+
+  it.each(["photo.png", "photo.jpe", "cut.jpg", "progressive-marker.jpg", "twelve-bit.jpg", "zero-sampling.jpg"])("%s is left to ffprobe", async (name) => {
+    expect(await probePictureHeader(file(name))).toBeNull();
+  });
+
+  it("a picture over the pixel cap fails with the same error as ffprobe's path", async () => {
+    const caps = { ...DEFAULT_MEDIA_CAPS, maxPixels: 320 * 120 };
+    const [header, ffprobe] = await Promise.allSettled([probePictureHeader(file("yuv420.jpg"), caps), probeMedia(file("yuv420.jpg"), { caps })]);
+    expect((header as PromiseRejectedResult).reason).toBeInstanceOf(MediaCapError);
+    expect((header as PromiseRejectedResult).reason).toEqual((ffprobe as PromiseRejectedResult).reason);
+  });
+
+  it("a damaged header never throws anything but a cap error: it is read or left to ffprobe", async () => {
+    const whole = await readFile(file("exif.jpg"));
+    const frameEnd = whole.indexOf(Buffer.from([0xff, 0xda]));
+    const outcomes = await probeDamagedCopies(whole, "damaged.jpg", probePictureHeader, 0x6b8b4567, (damaged, random) => {
+      // The segments before the scan: SOI, the APP1 block's header, the tables, the frame header.
+      const at = random() < 0.3 ? Math.floor(random() * 8) : 30_004 + Math.floor(random() * (frameEnd - 30_004));
+      damaged[at] = random() < 0.3 ? 0xff : Math.floor(random() * 256);
     });
     expect(outcomes.read).toBeGreaterThan(0);
     expect(outcomes.left).toBeGreaterThan(0);

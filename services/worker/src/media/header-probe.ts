@@ -1,7 +1,6 @@
-import path from "node:path";
 import { checkMediaCaps, mediaCaps, type MediaCaps } from "./media-caps.js";
 import { readInputMoov } from "./mp4-header.js";
-import { readPngHeader } from "./png-header.js";
+import { probePictureHeader } from "./picture-probe.js";
 import { roundFps, type MediaProbe, type ProbedStream } from "./probe.js";
 
 /**
@@ -12,9 +11,6 @@ export const MAX_INPUT_MOOV_BYTES = 16 * 1024 * 1024;
 
 // What ffprobe names libavformat's mov demuxer, the one that reads every file accepted here.
 const MOV_FORMAT = { name: "mov,mp4,m4a,3gp,3g2,mj2", longName: "QuickTime / MOV" };
-// What ffprobe reports of every PNG: the png_pipe demuxer (whatever the extension), no duration, its default 25 fps.
-const PNG_FORMAT = { name: "png_pipe", longName: "piped png sequence" };
-const PIPE_FPS = 25;
 // Track handlers read here, as ffprobe types their streams: a timecode track (cameras, editors) is a data stream.
 const STREAM_TYPES: Record<string, ProbedStream["type"]> = { vide: "video", soun: "audio", tmcd: "data" };
 
@@ -63,35 +59,7 @@ export async function probeMp4Header(filePath: string, caps: MediaCaps = mediaCa
   };
 }
 
-/**
- * Probes a PNG input (a watermark's image) from its IHDR chunk, in the worker's process, as ffprobe reports it: one
- * video stream of codec png with the picture's size. Only a file named `.png` or without an extension (an upload's
- * name may have none): `.apng` and other names can select another demuxer, and are left to ffprobe.
- * @returns null (the caller runs ffprobe) for anything readPngHeader does not read.
- * @throws MediaCapError when the picture is over the pixel cap, as the ffprobe path does.
- */
-export async function probePngHeader(filePath: string, caps: MediaCaps = mediaCaps()): Promise<MediaProbe | null> {
-  if (![".png", ""].includes(path.extname(filePath).toLowerCase())) return null;
-  const header = await readPngHeader(filePath);
-  if (!header) return null;
-  const { width, height, fileSize } = header;
-  const streams: ProbedStream[] = [
-    { index: 0, type: "video", codec: "png", width, height, fps: PIPE_FPS, sampleRate: null, channels: null, durationMs: null, bitRate: null, language: null },
-  ];
-  checkMediaCaps(streams, caps);
-  return {
-    format: { ...PNG_FORMAT, durationMs: null, size: fileSize, bitRate: null, tags: {} },
-    streams,
-    width,
-    height,
-    durationMs: null,
-    hasVideo: true,
-    hasAudio: false,
-    readBy: "header",
-  };
-}
-
-/** An input read from its header: an MP4/MOV movie (probeMp4Header) or a PNG picture (probePngHeader); null for ffprobe. */
+/** An input read from its header: an MP4/MOV movie (probeMp4Header) or a picture (probePictureHeader); null for ffprobe. */
 export async function probeInputHeader(filePath: string, caps: MediaCaps = mediaCaps()): Promise<MediaProbe | null> {
-  return (await probeMp4Header(filePath, caps)) ?? (await probePngHeader(filePath, caps));
+  return (await probeMp4Header(filePath, caps)) ?? (await probePictureHeader(filePath, caps));
 }

@@ -1,5 +1,6 @@
 import { open } from "node:fs/promises";
 import { crc32 } from "node:zlib";
+import type { PictureHeader } from "./picture-probe.js";
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** The signature and the IHDR chunk (length, type, 13 bytes of fields, CRC). */
@@ -11,12 +12,6 @@ const MAX_LENGTH = 0x7fffffff;
 /** Chunks walked before the first IDAT (text, colour profile, palette...); a file with more is left to ffprobe. */
 export const MAX_CHUNKS_BEFORE_IDAT = 64;
 
-export interface PngHeader {
-  width: number;
-  height: number;
-  fileSize: number;
-}
-
 /**
  * The picture size of a PNG file from its IHDR chunk, read strictly: the signature; an IHDR whose every field is
  * one the format allows and whose CRC matches; then the chunk headers up to the first IDAT (at most
@@ -24,7 +19,7 @@ export interface PngHeader {
  * ffprobe decodes the first frame and states no size for a file cut before its first IDAT ends, so neither does this.
  * @returns null for anything else.
  */
-export async function readPngHeader(filePath: string): Promise<PngHeader | null> {
+export async function readPngHeader(filePath: string): Promise<PictureHeader | null> {
   const handle = await open(filePath, "r");
   try {
     const { size } = await handle.stat();

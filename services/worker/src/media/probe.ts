@@ -30,10 +30,11 @@ export interface MediaProbe {
   hasVideo: boolean;
   hasAudio: boolean;
   /**
-   * `ffprobe`: every field as ffprobe reports it. `header`: read from an MP4/MOV movie header or a PNG's IHDR chunk
-   * in-process (media/header-probe.ts): the container's duration, the tracks' kinds, sizes and frame rates as ffprobe
-   * reports them; codecs (but a PNG's), bit rates, sample rates, channels, stream durations, languages and tags are
-   * not read there (null or empty). Only job types that use no more than that get a header probe.
+   * `ffprobe`: every field as ffprobe reports it. `header`: read from an MP4/MOV movie header or a PNG/JPEG header
+   * in-process (media/header-probe.ts, media/picture-probe.ts): the container's duration, the tracks' kinds, sizes and
+   * frame rates as ffprobe reports them; codecs (but a picture's), bit rates, sample rates, channels, stream durations
+   * (but a picture's), languages and tags are not read there (null or empty). Only job types that use no more than
+   * that get a header probe.
    */
   readBy: "ffprobe" | "header";
 }
