@@ -10,6 +10,7 @@ import { probeInputHeader, probeMp4Header } from "./header-probe.js";
 import { probePictureHeader } from "./picture-probe.js";
 import { DEFAULT_MEDIA_CAPS, MediaCapError } from "./media-caps.js";
 import { readInputMoov, readMoov } from "./mp4-header.js";
+import { MAX_SEGMENTS_BEFORE_FRAME } from "./jpeg-header.js";
 import { MAX_CHUNKS_BEFORE_IDAT } from "./png-header.js";
 import { probeMedia, type MediaProbe } from "./probe.js";
 
@@ -86,6 +87,12 @@ beforeAll(async () => {
   };
   await writeFile(file("progressive-marker.jpg"), patched((copy) => (copy[sofAt + 1] = 0xc2)));
   await writeFile(file("twelve-bit.jpg"), patched((copy) => (copy[sofAt + 4] = 12)));
+  // A fill byte before a marker (0xFF 0xFF): legal, and left to ffprobe.
+  await writeFile(file("fill-byte.jpg"), Buffer.concat([jpeg.subarray(0, 2), Buffer.from([0xff]), jpeg.subarray(2)]));
+  // Comment segments before the frame header: a few are walked, more than the bound are left to ffprobe.
+  const comments = (count: number) => Buffer.concat(Array.from({ length: count }, () => Buffer.from([0xff, 0xfe, 0x00, 0x05, 0x68, 0x69, 0x21])));
+  await writeFile(file("some-comments.jpg"), Buffer.concat([jpeg.subarray(0, 2), comments(MAX_SEGMENTS_BEFORE_FRAME - 8), jpeg.subarray(2)]));
+  await writeFile(file("many-comments.jpg"), Buffer.concat([jpeg.subarray(0, 2), comments(MAX_SEGMENTS_BEFORE_FRAME), jpeg.subarray(2)]));
   // A luma sampling factor of 0: ffprobe's decoder refuses the frame header and states no size.
   await writeFile(file("zero-sampling.jpg"), patched((copy) => (copy[sofAt + 11] = 0x01)));
   const png = await readFile(file("rgb.png"));
@@ -276,7 +283,7 @@ describe("an input probed from its PNG header", () => {
 });
 
 describe("an input probed from its JPEG header", () => {
-  it.each([...JPEGS.map(({ name }) => name).filter((name) => name !== "tiny.jpg"), "input-photo", "exif.jpg", "tiny-photo"])("%s: the same format, duration, size, stream and frame rate as ffprobe reports", async (name) => {
+  it.each([...JPEGS.map(({ name }) => name).filter((name) => name !== "tiny.jpg"), "input-photo", "exif.jpg", "tiny-photo", "some-comments.jpg"])("%s: the same format, duration, size, stream and frame rate as ffprobe reports", async (name) => {
     const [header, ffprobe] = await Promise.all([probePictureHeader(file(name)), probeMedia(file(name))]);
     expect(header, "read from the header, not left to ffprobe").not.toBeNull();
     expect(header!.readBy).toBe("header");
@@ -290,7 +297,7 @@ describe("an input probed from its JPEG header", () => {
     expect(await probePictureHeader(file("tiny.jpg"))).toBeNull();
   });
 
-  it.each(["photo.png", "photo.jpe", "cut.jpg", "progressive-marker.jpg", "twelve-bit.jpg", "zero-sampling.jpg"])("%s is left to ffprobe", async (name) => {
+  it.each(["photo.png", "photo.jpe", "cut.jpg", "progressive-marker.jpg", "twelve-bit.jpg", "zero-sampling.jpg", "fill-byte.jpg", "many-comments.jpg"])("%s is left to ffprobe", async (name) => {
     expect(await probePictureHeader(file(name))).toBeNull();
   });
 

@@ -7,6 +7,7 @@ const SOS = 0xda;
 /** Baseline and extended sequential Huffman frames: the ones read here. Every other frame type is left to ffprobe. */
 const READ_FRAMES = new Set([0xc0, 0xc1]);
 const OTHER_FRAMES = new Set([0xc2, 0xc3, 0xc5, 0xc6, 0xc7, 0xc9, 0xca, 0xcb, 0xcd, 0xce, 0xcf]);
+const NOT_SEGMENTS = new Set([SOI, EOI, SOS, 0xc8, 0xff]);
 /** Segments walked before the frame header (APPn, DQT, DHT, COM...); a file with more is left to ffprobe. */
 export const MAX_SEGMENTS_BEFORE_FRAME = 64;
 
@@ -32,7 +33,9 @@ export async function readJpegHeader(filePath: string): Promise<PictureHeader | 
       const length = header.readUInt16BE(2);
       if (length < 2 || at + 2 + length > size - 2) return null;
       if (READ_FRAMES.has(marker)) return frameSize(await bytes(length - 2, at + 4), size);
-      if (OTHER_FRAMES.has(marker) || marker === SOS || marker === EOI || marker === SOI || (marker >= 0xd0 && marker <= 0xd7) || marker < 0xc0) return null;
+      // Anything but a segment with a length is left to ffprobe: the scan or the end before a frame header, a restart
+      // marker, fill bytes (0xFF 0xFF), the reserved JPG marker (0xC8), TEM and reserved codes.
+      if (OTHER_FRAMES.has(marker) || NOT_SEGMENTS.has(marker) || (marker >= 0xd0 && marker <= 0xd7) || marker < 0xc0) return null;
       at += 2 + length;
     }
     return null;
