@@ -43,31 +43,32 @@ const LEFT: Array<{ name: string; args: string[] }> = [
   { name: "with-subtitles.mp4", args: [...VIDEO(2, "160x90", "25"), "-i", "SUBS", "-map", "0:v", "-map", "1:s", "-c:v", "libx264", "-preset", "ultrafast", "-c:s", "mov_text"] },
 ];
 
-/** Pictures as customers send them for a watermark: every PNG colour type and depth ffmpeg writes, odd sizes. */
+/**
+ * Pictures as customers send them for a watermark, as [name, size, pixel format]: every PNG colour type and depth
+ * ffmpeg writes; JPEGs in the samplings encoders write and greyscale, under both extensions; odd sizes. `tiny.jpg` is
+ * small enough for ffprobe to read it as jpeg_pipe despite its name.
+ */
+const PICTURES: Array<[name: string, size: string, pixelFormat: string]> = [
+  ["rgb.png", "321x123", "rgb24"],
+  ["rgba.png", "640x360", "rgba"],
+  ["grey.png", "99x77", "gray"],
+  ["grey16.png", "64x48", "gray16be"],
+  ["rgba64.png", "32x32", "rgba64be"],
+  ["palette.png", "200x100", "pal8"],
+  ["one-bit.png", "17x9", "monob"],
+  ["yuv420.jpg", "321x123", "yuvj420p"],
+  ["yuv422.jpeg", "160x90", "yuvj422p"],
+  ["yuv444.JPG", "99x77", "yuvj444p"],
+  ["grey.jpg", "200x150", "gray"],
+  ["tiny.jpg", "64x48", "yuvj420p"],
+];
 const PICTURE = (size: string, pixelFormat: string) => ["-f", "lavfi", "-i", `testsrc=size=${size}:duration=1`, "-frames:v", "1", "-pix_fmt", pixelFormat];
-const PNGS: Array<{ name: string; args: string[] }> = [
-  { name: "rgb.png", args: PICTURE("321x123", "rgb24") },
-  { name: "rgba.png", args: PICTURE("640x360", "rgba") },
-  { name: "grey.png", args: PICTURE("99x77", "gray") },
-  { name: "grey16.png", args: PICTURE("64x48", "gray16be") },
-  { name: "rgba64.png", args: PICTURE("32x32", "rgba64be") },
-  { name: "palette.png", args: PICTURE("200x100", "pal8") },
-  { name: "one-bit.png", args: PICTURE("17x9", "monob") },
-];
-
-/** Photos for a watermark: the samplings encoders write, greyscale, odd sizes, both extensions and none. */
-const JPEGS: Array<{ name: string; args: string[] }> = [
-  { name: "yuv420.jpg", args: PICTURE("321x123", "yuvj420p") },
-  { name: "yuv422.jpeg", args: PICTURE("160x90", "yuvj422p") },
-  { name: "yuv444.JPG", args: PICTURE("99x77", "yuvj444p") },
-  { name: "grey.jpg", args: PICTURE("200x150", "gray") },
-  { name: "tiny.jpg", args: PICTURE("64x48", "yuvj420p") },
-];
+const PNGS = PICTURES.map(([name]) => name).filter((name) => name.endsWith(".png"));
+const JPEGS = PICTURES.map(([name]) => name).filter((name) => !name.endsWith(".png") && name !== "tiny.jpg");
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "rb-header-probe-"));
-  await Promise.all(PNGS.map(({ name, args }) => ffmpeg([...args, file(name)])));
-  await Promise.all(JPEGS.map(({ name, args }) => ffmpeg([...args, file(name)])));
+  await Promise.all(PICTURES.map(([name, size, pixelFormat]) => ffmpeg([...PICTURE(size, pixelFormat), file(name)])));
   const jpeg = await readFile(file("yuv420.jpg"));
   await writeFile(file("input-photo"), jpeg);
   await writeFile(file("tiny-photo"), await readFile(file("tiny.jpg")));
@@ -231,7 +232,7 @@ describe("an input probed from its MP4/MOV movie header", () => {
 });
 
 describe("an input probed from its PNG header", () => {
-  it.each([...PNGS.map(({ name }) => name), "input-image", "no-iend.png"])("%s: the same format, size, stream and frame rate as ffprobe reports", async (name) => {
+  it.each([...PNGS, "input-image", "no-iend.png"])("%s: the same format, size, stream and frame rate as ffprobe reports", async (name) => {
     const [header, ffprobe] = await Promise.all([probePictureHeader(file(name)), probeMedia(file(name))]);
     expect(header, "read from the header, not left to ffprobe").not.toBeNull();
     expect(header!.readBy).toBe("header");
@@ -283,7 +284,7 @@ describe("an input probed from its PNG header", () => {
 });
 
 describe("an input probed from its JPEG header", () => {
-  it.each([...JPEGS.map(({ name }) => name).filter((name) => name !== "tiny.jpg"), "input-photo", "exif.jpg", "tiny-photo", "some-comments.jpg"])("%s: the same format, duration, size, stream and frame rate as ffprobe reports", async (name) => {
+  it.each([...JPEGS, "input-photo", "exif.jpg", "tiny-photo", "some-comments.jpg"])("%s: the same format, duration, size, stream and frame rate as ffprobe reports", async (name) => {
     const [header, ffprobe] = await Promise.all([probePictureHeader(file(name)), probeMedia(file(name))]);
     expect(header, "read from the header, not left to ffprobe").not.toBeNull();
     expect(header!.readBy).toBe("header");
