@@ -1,5 +1,5 @@
 import { open, type FileHandle } from "node:fs/promises";
-import type { PictureHeader } from "./picture-probe.js";
+import type { PictureHeader } from "./picture-header.js";
 
 const SOI = 0xd8;
 const EOI = 0xd9;

@@ -1,15 +1,9 @@
 import path from "node:path";
 import { readJpegHeader } from "./jpeg-header.js";
 import { checkMediaCaps, mediaCaps, type MediaCaps } from "./media-caps.js";
+import type { PictureHeader } from "./picture-header.js";
 import { readPngHeader } from "./png-header.js";
 import type { MediaProbe, ProbedStream } from "./probe.js";
-
-/** A picture's size as its header states it, and the file's size. */
-export interface PictureHeader {
-  width: number;
-  height: number;
-  fileSize: number;
-}
 
 /** How ffprobe reads a picture: which demuxer, and the one frame's duration it states (none for a pipe demuxer). */
 interface PictureFormat {

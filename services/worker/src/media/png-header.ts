@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import { crc32 } from "node:zlib";
-import type { PictureHeader } from "./picture-probe.js";
+import type { PictureHeader } from "./picture-header.js";
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 /** The signature and the IHDR chunk (length, type, 13 bytes of fields, CRC). */
